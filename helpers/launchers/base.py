@@ -1,0 +1,49 @@
+"""The launcher interface and its registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from helpers.config import EngineSpec, LauncherSpec, ModelSpec
+    from helpers.engines.base import EngineAdapter
+    from helpers.server import ServerHandle
+
+LAUNCHERS: dict[str, Launcher] = {}
+
+HOST = "127.0.0.1"
+
+
+def register_launcher(cls: type[Launcher]) -> type[Launcher]:
+    """Class decorator: instantiate the launcher and register it under ``cls.kind``."""
+    LAUNCHERS[cls.kind] = cls()
+    return cls
+
+
+class Launcher:
+    """Builds the command for an engine and starts it; subclasses set ``kind``."""
+
+    kind: ClassVar[str] = ""
+
+    def check_spec(self, spec: LauncherSpec) -> None:
+        """Raise ``ValueError`` naming the missing field when ``spec`` lacks what this launcher needs."""
+
+    def build(
+        self, adapter: EngineAdapter, spec: EngineSpec, model: ModelSpec, port: int, run_dir: Path
+    ) -> tuple[list[str], dict[str, str]]:
+        """The command line and the extra environment that would start the engine."""
+        raise NotImplementedError
+
+    def start(
+        self, adapter: EngineAdapter, spec: EngineSpec, model: ModelSpec, port: int, run_dir: Path, log_path: Path
+    ) -> ServerHandle:
+        """Start the engine and return a handle (not yet healthy)."""
+        from helpers.server import start_process
+
+        cmd, env = self.build(adapter, spec, model, port, run_dir)
+        return start_process(cmd, env, log_path, base_url=f"http://{HOST}:{port}", adapter=adapter)
+
+    def version(self, adapter: EngineAdapter, spec: EngineSpec) -> str | None:
+        """The engine's version as this launcher can read it, or None."""
+        return None

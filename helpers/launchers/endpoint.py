@@ -1,0 +1,53 @@
+"""The ``endpoint`` launcher: nothing is started; the server at ``launcher.url`` is used as it is."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from helpers.launchers.base import Launcher, register_launcher
+
+if TYPE_CHECKING:
+    from helpers.config import EngineSpec, LauncherSpec, ModelSpec
+    from helpers.engines.base import EngineAdapter
+    from helpers.server import ServerHandle
+
+
+def api_key(spec: LauncherSpec) -> str | None:
+    """The API key, read from the environment variable the config names (never from the YAML)."""
+    return os.environ.get(spec.api_key_env) if spec.api_key_env else None
+
+
+@register_launcher
+class EndpointLauncher(Launcher):
+    """An already-running OpenAI-compatible server."""
+
+    kind = "endpoint"
+
+    def check_spec(self, spec: LauncherSpec) -> None:
+        """The endpoint launcher needs ``url``."""
+        if not spec.url:
+            raise ValueError("launcher.url is required for the endpoint launcher")
+
+    def build(
+        self, adapter: EngineAdapter, spec: EngineSpec, model: ModelSpec, port: int, run_dir: Path
+    ) -> tuple[list[str], dict[str, str]]:
+        """Nothing to run."""
+        return [], {}
+
+    def start(
+        self, adapter: EngineAdapter, spec: EngineSpec, model: ModelSpec, port: int, run_dir: Path, log_path: Path
+    ) -> ServerHandle:
+        """A handle on the remote server, with no process."""
+        from helpers.server import ServerHandle
+
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(f"endpoint {spec.launcher.url}: not started by the playbook\n", encoding="utf-8")
+        return ServerHandle(
+            base_url=(spec.launcher.url or "").rstrip("/"),
+            adapter=adapter,
+            log_path=log_path,
+            process=None,
+            api_key=api_key(spec.launcher),
+        )

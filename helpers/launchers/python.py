@@ -1,0 +1,84 @@
+"""The ``python`` launcher: an interpreter that has the engine installed (venv, conda env, system)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from helpers.launchers.base import HOST, Launcher, register_launcher
+from helpers.paths import resolve_repo_path
+
+if TYPE_CHECKING:
+    from helpers.config import EngineSpec, LauncherSpec, ModelSpec
+    from helpers.engines.base import EngineAdapter
+
+
+def interpreter(spec: LauncherSpec) -> Path:
+    """The interpreter path of a launcher spec, resolved against the repository root."""
+    return resolve_repo_path(spec.python or "python3")
+
+
+def _pythonpath(spec: LauncherSpec) -> str:
+    """The launcher's folders first, then any inherited ``PYTHONPATH``."""
+    parts = [str(resolve_repo_path(p)) for p in spec.pythonpath]
+    return os.pathsep.join(parts)
+
+
+@register_launcher
+class PythonLauncher(Launcher):
+    """Run ``<python> -m <engine module> <args>`` with the launcher's env and ``PYTHONPATH``."""
+
+    kind = "python"
+
+    def check_spec(self, spec: LauncherSpec) -> None:
+        """The python launcher needs ``python``."""
+        if not spec.python:
+            raise ValueError("launcher.python is required for the python launcher (an interpreter with the engine)")
+
+    def build(
+        self, adapter: EngineAdapter, spec: EngineSpec, model: ModelSpec, port: int, run_dir: Path
+    ) -> tuple[list[str], dict[str, str]]:
+        """``[python, -m, module, *args]`` and the engine's env, the launcher's env and ``PYTHONPATH``."""
+        if not adapter.module:
+            raise ValueError(f"engine {adapter.name!r} cannot be started by the python launcher")
+        cmd = [str(interpreter(spec.launcher)), "-m", adapter.module]
+        cmd += adapter.server_args(spec, model, str(model.directory), HOST, port)
+        cmd += _options_file_args(adapter, spec, run_dir)
+        env = {**adapter.env(spec), **spec.launcher.env}
+        pp = _pythonpath(spec.launcher)
+        if pp:
+            env["PYTHONPATH"] = pp
+        return cmd, env
+
+    def version(self, adapter: EngineAdapter, spec: EngineSpec) -> str | None:
+        """Ask the interpreter for the engine package's version."""
+        cmd, env = [str(interpreter(spec.launcher)), "-c", adapter.version_code()], dict(os.environ)
+        pp = _pythonpath(spec.launcher)
+        if pp:
+            env["PYTHONPATH"] = pp
+        try:
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        lines = out.stdout.strip().splitlines()
+        return lines[-1] if out.returncode == 0 and lines else None
+
+
+def _options_file_args(adapter: EngineAdapter, spec: EngineSpec, run_dir: Path) -> list[str]:
+    """Write the adapter's extra-options YAML (if it has one) into the run folder and point at it."""
+    extra = getattr(adapter, "extra_options", None)
+    if extra is None:
+        return []
+    opts = extra(spec.knobs)
+    if not opts:
+        return []
+    import yaml
+
+    from helpers.results import _slug
+
+    path = Path(run_dir) / "launch" / f"{_slug(spec.label)}-extra-options.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(opts, sort_keys=True), encoding="utf-8")
+    return ["--extra_llm_api_options", str(path)]

@@ -1,0 +1,142 @@
+"""Server-side metrics: scrape an engine's Prometheus page during a point and normalise it.
+
+Pages are parsed with ``prometheus_client``'s parser. Each adapter names its series
+(``MetricNames``); the prefix-cache hit rate is the ratio of counter deltas over the point
+(hits ÷ queries), which works for vLLM's and SGLang's counters alike, and falls back to a
+hit-rate gauge only where an engine has no counters (TensorRT-LLM).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from helpers.engines.base import MetricNames
+from helpers.results import ServerStats
+
+
+class MetricsParseError(ValueError):
+    """A ``/metrics`` page that is not valid Prometheus text."""
+
+
+def parse_page(text: str) -> dict[str, float]:
+    """Sum every sample of a page by series name (labels summed over), e.g. per cache source."""
+    out: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                out[s.name] = out.get(s.name, 0.0) + float(s.value)
+    except (ValueError, TypeError, IndexError) as err:
+        raise MetricsParseError(f"malformed metrics page: {err}") from None
+    return out
+
+
+@dataclass
+class Snapshot:
+    """One scrape, reduced to the normalised quantities."""
+
+    t: float
+    hits: float | None
+    queries: float | None
+    hit_rate_gauge: float | None
+    kv_usage: float | None
+    waiting: float | None
+    running: float | None
+
+
+def snapshot(values: dict[str, float], names: MetricNames, t: float | None = None) -> Snapshot:
+    """Pick the adapter's series out of a parsed page."""
+
+    def get(name: str | None) -> float | None:
+        return values.get(name) if name else None
+
+    return Snapshot(
+        t=time.monotonic() if t is None else t,
+        hits=get(names.prefix_hits),
+        queries=get(names.prefix_queries),
+        hit_rate_gauge=get(names.hit_rate_gauge),
+        kv_usage=get(names.kv_usage),
+        waiting=get(names.waiting),
+        running=get(names.running),
+    )
+
+
+def _max_mean(xs: list[float]) -> tuple[float | None, float | None]:
+    return (max(xs), sum(xs) / len(xs)) if xs else (None, None)
+
+
+def summarize(snaps: list[Snapshot], error: str | None = None) -> ServerStats:
+    """Normalised server statistics over a point from its first and last scrapes."""
+    if not snaps:
+        return ServerStats(error=error or "no metrics scraped")
+    first, last = snaps[0], snaps[-1]
+    rate = None
+    if None not in (first.hits, last.hits, first.queries, last.queries):
+        dq = last.queries - first.queries
+        rate = (last.hits - first.hits) / dq if dq > 0 else None
+    elif last.hit_rate_gauge is not None:
+        rate = last.hit_rate_gauge
+    kv = [s.kv_usage for s in snaps if s.kv_usage is not None]
+    wq = [s.waiting for s in snaps if s.waiting is not None]
+    rn = [s.running for s in snaps if s.running is not None]
+    kv_max, kv_mean = _max_mean(kv)
+    q_max, q_mean = _max_mean(wq)
+    r_max, r_mean = _max_mean(rn)
+    return ServerStats(
+        prefix_cache_hit_rate=rate,
+        kv_cache_usage_max=kv_max,
+        kv_cache_usage_mean=kv_mean,
+        queue_max=q_max,
+        queue_mean=q_mean,
+        running_max=r_max,
+        running_mean=r_mean,
+        samples=len(snaps),
+        error=error,
+    )
+
+
+@dataclass
+class MetricsSampler:
+    """Scrapes ``url`` every ``interval_s`` in a background thread between ``start`` and ``stop``."""
+
+    url: str
+    names: MetricNames
+    interval_s: float = 1.0
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    snaps: list[Snapshot] = field(default_factory=list)
+    error: str | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def scrape_once(self) -> None:
+        """One scrape; failures are remembered (the first one) and do not stop sampling."""
+        try:
+            r = httpx.get(self.url, headers=self.headers, timeout=5.0)
+            r.raise_for_status()
+            self.snaps.append(snapshot(parse_page(r.text), self.names))
+        except (httpx.HTTPError, MetricsParseError) as err:
+            if self.error is None:
+                self.error = f"{self.url}: {err}"
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.scrape_once()
+
+    def start(self) -> MetricsSampler:
+        """Take a first scrape and keep sampling in the background."""
+        self.scrape_once()
+        self._thread = threading.Thread(target=self._loop, name="metrics-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> ServerStats:
+        """Take a last scrape, stop the thread and summarise."""
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+        self.scrape_once()
+        return summarize(self.snaps, self.error)

@@ -1,0 +1,52 @@
+"""The request shapes a run replays: synthetic lengths from the config, or a trace's profile.
+
+A CPU engine cannot serve production-length prompts in reasonable time, so with
+``workload.cpu_scale_down`` the shapes of a profiled trace are capped for CPU engines; the
+report says so (``scale_note``).
+"""
+
+from __future__ import annotations
+
+from helpers.config import PlaybookConfig
+from helpers.prompts import RequestShape, fixed_shapes
+
+# What two CPU cores serve in seconds rather than minutes (tiny model, see playbook/models).
+CPU_MAX_INPUT_TOKENS = 512
+CPU_MAX_OUTPUT_TOKENS = 64
+
+
+def on_cpu(cfg: PlaybookConfig) -> bool:
+    """Whether every engine of the config runs on the CPU."""
+    from helpers.engines import ENGINES
+
+    return all(ENGINES[e.engine].runs_on_cpu for e in cfg.engines)
+
+
+def request_count(cfg: PlaybookConfig) -> int:
+    """Rows per dataset: enough for the largest point."""
+    wl = cfg.workload
+    return max(wl.requests_per_point, max(wl.concurrency), wl.target_concurrency or 0)
+
+
+def workload_shapes(cfg: PlaybookConfig) -> list[RequestShape]:
+    """The shapes of one point's requests."""
+    wl = cfg.workload
+    n = request_count(cfg)
+    if wl.source.kind == "synthetic":
+        return fixed_shapes(n, wl.input_tokens, wl.output_tokens, wl.shared_prefix_tokens)
+    from helpers.profile import profile_from_config, shapes_from_profile
+
+    caps = (CPU_MAX_INPUT_TOKENS, CPU_MAX_OUTPUT_TOKENS) if (wl.cpu_scale_down and on_cpu(cfg)) else (None, None)
+    return shapes_from_profile(profile_from_config(cfg), n=n, seed=0, max_input=caps[0], max_output=caps[1])
+
+
+def scale_note(cfg: PlaybookConfig) -> str | None:
+    """A sentence for the report when profiled shapes were capped for a CPU engine."""
+    wl = cfg.workload
+    if wl.source.kind != "synthetic" and wl.cpu_scale_down and on_cpu(cfg):
+        return (
+            f"The benchmark replays the profiled length distributions capped at {CPU_MAX_INPUT_TOKENS} input and "
+            f"{CPU_MAX_OUTPUT_TOKENS} output tokens, because the engines here run on the CPU; the profile itself "
+            "is shown uncapped."
+        )
+    return None
