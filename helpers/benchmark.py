@@ -166,7 +166,9 @@ class EngineRun:
         point = _point_from(spec, self.cfg, c, phase, res, knobs)
         point.server, point.gpu = server_stats, gpu_stats
         if res.first_error:
-            point.server.error = (point.server.error or "") + f" first request error: {redact(res.first_error, self.secrets)}"
+            point.server.error = (
+                point.server.error or ""
+            ) + f" first request error: {redact(res.first_error, self.secrets)}"
         save_point(self.run_dir, point, tag)
         self.say(
             f"{spec.label}: c={c} ({phase}) {point.output_tok_s:,.0f} out tok/s, "
@@ -221,8 +223,11 @@ class EngineRun:
 
 
 def tuned_point(result: EngineResult, target: int | None = None) -> Point | None:
-    """The point that represents an engine in comparisons: its best tuned point, else the sweep point
-    at the target concurrency (or the best SLA-meeting sweep point)."""
+    """The point that represents an engine in comparisons.
+
+    Its best tuned point within the SLA, else the sweep point at the target concurrency, else the
+    best SLA-meeting sweep point.
+    """
     tuned = [p for p in result.points if p.phase == "tune" and p.sla_met]
     if tuned:
         return max(tuned, key=lambda p: p.output_tok_s)

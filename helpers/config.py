@@ -77,7 +77,8 @@ class LauncherSpec(_Strict):
     image: str | None = Field(default=None, description="Container image (docker launcher).")
     url: str | None = Field(default=None, description="Base URL of a running server (endpoint launcher).")
     api_key_env: str | None = Field(
-        default=None, description="Name of the environment variable holding the API key; never the key itself."
+        default=None,
+        description="Name of the environment variable holding the API key; never the key itself.",
     )
 
     @field_validator("kind")
@@ -128,10 +129,14 @@ class TraceSource(_Strict):
     path: str | None = Field(default=None, description="Trace file (kind: trace); relative to the repo root.")
     format: str | None = Field(default=None, description="Trace format name; detected when omitted.")
     per_token_ms: float = Field(
-        default=20.0, gt=0, description="Decode latency model (ms/output token) used when a trace has no end times."
+        default=20.0,
+        gt=0,
+        description="Decode latency model (ms/output token) used when a trace has no end times.",
     )
     prefill_ms_per_1k: float = Field(
-        default=50.0, ge=0, description="Prefill latency model (ms per 1,000 input tokens) for the same estimate."
+        default=50.0,
+        ge=0,
+        description="Prefill latency model (ms per 1,000 input tokens) for the same estimate.",
     )
     block_size: PositiveInt = Field(default=16, description="KV-cache block size (tokens) for prefix reuse.")
 
@@ -158,7 +163,8 @@ class Workload(_Strict):
     peak_requests_per_s: float | None = Field(default=None, gt=0, description="Peak traffic (req/s), if known.")
     mean_requests_per_s: float | None = Field(default=None, gt=0, description="Mean traffic (req/s), if known.")
     cpu_scale_down: bool = Field(
-        default=True, description="On a CPU engine, cap profiled lengths to what a CPU can serve (said in report)."
+        default=True,
+        description="On a CPU engine, cap profiled lengths to what a CPU can serve (said in report).",
     )
 
     @field_validator("concurrency")
@@ -183,7 +189,8 @@ class Cost(_Strict):
     )
     engineer_cost_per_hour: float = Field(default=100.0, ge=0, description="Loaded engineer cost ($/h).")
     ops_hours_per_month: dict[str, float] = Field(
-        default_factory=dict, description="Engineer hours/month to run each engine (by engine name); seed defaults."
+        default_factory=dict,
+        description="Engineer hours/month to run each engine (by engine name); seed defaults.",
     )
 
 

@@ -50,7 +50,11 @@ def redact_data(data: Any, secrets: list[str]) -> Any:
         return [redact_data(x, secrets) for x in data]
     if isinstance(data, dict):
         return {
-            k: (MASK if isinstance(k, str) and is_secret_name(k) and isinstance(v, str) and v else redact_data(v, secrets))
+            k: (
+                MASK
+                if isinstance(k, str) and is_secret_name(k) and isinstance(v, str) and v
+                else redact_data(v, secrets)
+            )
             for k, v in data.items()
         }
     return data

@@ -122,7 +122,12 @@ def start_process(
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
     try:
         proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=full_env, start_new_session=True
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=full_env,
+            start_new_session=True,
         )
     except OSError as err:
         log.write(f"could not start {cmd[0]}: {err}\n".encode())

@@ -7,10 +7,10 @@ engine means one new module here that subclasses ``EngineAdapter`` and is decora
 
 from __future__ import annotations
 
-from helpers.engines.base import ENGINES, EngineAdapter, MetricNames, get_engine, register_engine
-from helpers.engines import vllm as _vllm  # noqa: F401  (registers vllm, vllm-cpu)
+from helpers.engines import endpoint as _endpoint  # noqa: F401  (registers endpoint)
 from helpers.engines import sglang as _sglang  # noqa: F401  (registers sglang)
 from helpers.engines import trtllm as _trtllm  # noqa: F401  (registers trtllm)
-from helpers.engines import endpoint as _endpoint  # noqa: F401  (registers endpoint)
+from helpers.engines import vllm as _vllm  # noqa: F401  (registers vllm, vllm-cpu)
+from helpers.engines.base import ENGINES, EngineAdapter, MetricNames, get_engine, register_engine
 
 __all__ = ["ENGINES", "EngineAdapter", "MetricNames", "get_engine", "register_engine"]

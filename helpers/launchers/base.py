@@ -36,7 +36,13 @@ class Launcher:
         raise NotImplementedError
 
     def start(
-        self, adapter: EngineAdapter, spec: EngineSpec, model: ModelSpec, port: int, run_dir: Path, log_path: Path
+        self,
+        adapter: EngineAdapter,
+        spec: EngineSpec,
+        model: ModelSpec,
+        port: int,
+        run_dir: Path,
+        log_path: Path,
     ) -> ServerHandle:
         """Start the engine and return a handle (not yet healthy)."""
         from helpers.server import start_process

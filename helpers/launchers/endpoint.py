@@ -37,7 +37,13 @@ class EndpointLauncher(Launcher):
         return [], {}
 
     def start(
-        self, adapter: EngineAdapter, spec: EngineSpec, model: ModelSpec, port: int, run_dir: Path, log_path: Path
+        self,
+        adapter: EngineAdapter,
+        spec: EngineSpec,
+        model: ModelSpec,
+        port: int,
+        run_dir: Path,
+        log_path: Path,
     ) -> ServerHandle:
         """A handle on the remote server, with no process."""
         from helpers.server import ServerHandle

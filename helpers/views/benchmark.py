@@ -1,0 +1,113 @@
+"""Step 5 view: run the benchmarks (resuming), then show points, failures, tuning and plots."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from helpers import plots
+from helpers.benchmark import points_table, run_benchmarks, tuned_point
+from helpers.notebook import Context, not_yet, progress, say, show_figure, show_table
+from helpers.results import EngineResult
+from helpers.workload import scale_note
+
+POINT_COLUMNS = {
+    "label": "engine config",
+    "phase": "phase",
+    "concurrency": "concurrency",
+    "knobs": "knobs",
+    "requests": "requests",
+    "errors": "errors",
+    "output_tok_s": "output tok/s",
+    "total_tok_s": "total tok/s",
+    "req_s": "req/s",
+    "ttft_ms_p50": "TTFT p50 ms",
+    "ttft_ms_p95": "TTFT p95 ms",
+    "ttft_ms_p99": "TTFT p99 ms",
+    "itl_ms_p50": "ITL p50 ms",
+    "itl_ms_p95": "ITL p95 ms",
+    "e2e_ms_p50": "e2e p50 ms",
+    "goodput_req_s": "goodput req/s",
+    "sla_met": "SLA met",
+    "server_prefix_cache_hit_rate": "prefix-cache hit rate",
+    "server_kv_cache_usage_max": "KV usage max",
+    "server_queue_max": "queue max",
+    "server_running_max": "running max",
+    "gpu_util_mean": "GPU util %",
+    "gpu_mem_used_max_gib": "GPU mem GiB",
+}
+
+
+async def run(ctx: Context) -> list[EngineResult]:
+    """Benchmark every engine of the config into the run folder (already-measured points are kept)."""
+    return await run_benchmarks(ctx.cfg, ctx.run_dir, progress=progress)
+
+
+def engines_table(results: list[EngineResult]) -> pd.DataFrame:
+    """One row per engine configuration: status, reason, version, cold start, tuned config."""
+    rows = []
+    for r in results:
+        rows.append(
+            {
+                "engine config": r.label,
+                "engine": r.engine,
+                "version": r.version,
+                "status": r.status,
+                "reason": r.reason or "",
+                "cold start s": r.cold_start_s,
+                "KV capacity (tokens, engine log)": r.kv_capacity_tokens,
+                "tuned knobs": ", ".join(f"{k}={v}" for k, v in (r.tuned_knobs or {}).items()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def points_frame(results: list[EngineResult]) -> pd.DataFrame:
+    """The measured points with readable column names."""
+    df = pd.DataFrame(points_table(results))
+    if df.empty:
+        return df
+    cols = [c for c in POINT_COLUMNS if c in df.columns]
+    return df[cols].rename(columns=POINT_COLUMNS)
+
+
+def show(ctx: Context, results: list[EngineResult]) -> None:
+    """Display the benchmark section."""
+    note = scale_note(ctx.cfg)
+    if note:
+        say(note, "warn")
+    show_table(engines_table(results), "Engine configurations")
+    for r in results:
+        if r.status != "ok" and r.log_tail:
+            say(f"{r.label}: {r.reason}", "warn")
+            from helpers.notebook import esc, show_html
+
+            show_html(f"<details><summary>log tail of {esc(r.label)}</summary><pre>{esc(r.log_tail)}</pre></details>")
+    df = points_frame(results)
+    if df.empty:
+        not_yet("no benchmark point was measured (see the reasons above)")
+        return
+    show_table(df, "Measured points (client side: guidellm; server side: /metrics; GPU: NVML)")
+    no_gpu = [p.gpu.reason for r in results for p in r.points if not p.gpu.available and p.gpu.reason]
+    if no_gpu:
+        say(f"GPU telemetry: {no_gpu[0]}", "note")
+    show_figure(plots.throughput_vs_concurrency(results))
+    show_figure(plots.ttft_vs_concurrency(results, ctx.cfg.sla.ttft_p95_ms))
+    for r in results:
+        fig = plots.tuning_curve(r, ctx.cfg.sla.ttft_p95_ms)
+        if fig is not None:
+            show_figure(fig)
+    target = ctx.cfg.workload.target_concurrency
+    rep = [(r.label, tuned_point(r, target)) for r in results]
+    rows = [
+        {
+            "engine config": label,
+            "concurrency": p.concurrency,
+            "knobs": ", ".join(f"{k}={v}" for k, v in p.knobs.items()),
+            "output tok/s": p.output_tok_s,
+            "TTFT p95 ms": p.ttft_ms_p95,
+            "SLA met": p.sla_met,
+        }
+        for label, p in rep
+        if p is not None
+    ]
+    show_table(pd.DataFrame(rows), "The point each engine configuration is compared at (tuned where tuning ran)")
