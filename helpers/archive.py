@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.notebook import esc
+from helpers.review_trend import trend_html
 
 
 def archived_runs(reports_dir: Path) -> list[dict[str, Any]]:
@@ -56,6 +57,7 @@ def index_html(runs: list[dict[str, Any]]) -> str:
         "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f2f2f2}</style></head><body>"
         f"<h1>Engine Playbook — archived runs</h1><p>{len(runs)} run(s).</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"{trend_html(runs)}"
         "</body></html>"
     )
 

@@ -23,10 +23,19 @@ from helpers.launchers import LAUNCHERS
 from helpers.loadgen import LoadResult, run_point
 from helpers.metrics import MetricsSampler
 from helpers.prompts import RequestShape, write_dataset
-from helpers.results import EngineResult, Point, load_point, point_path, save_engine_result, save_point
+from helpers.results import (
+    EngineResult,
+    Point,
+    load_engine_result,
+    load_point,
+    point_path,
+    save_engine_result,
+    save_point,
+)
+from helpers.roofline import point_bound
 from helpers.secrets import known_secrets, redact
 from helpers.server import ServerHandle, free_port
-from helpers.telemetry import GpuSampler
+from helpers.telemetry import GpuSampler, local_gpu_spec
 from helpers.workload import workload_shapes
 
 LOG_TAIL_LINES = 30
@@ -96,6 +105,7 @@ class EngineRun:
         self.say = progress or (lambda _msg: None)
         self.result = EngineResult(label=spec.label, engine=spec.engine)
         self.handle: ServerHandle | None = None
+        self.gpu_spec = None if self.adapter.runs_on_cpu else local_gpu_spec()
 
     def log_path(self, tag: str = "") -> Path:
         """The engine's log file in the run folder."""
@@ -165,6 +175,14 @@ class EngineRun:
             return None
         point = _point_from(spec, self.cfg, c, phase, res, knobs)
         point.server, point.gpu = server_stats, gpu_stats
+        point.roofline = point_bound(
+            self.cfg.model.directory,
+            self.gpu_spec,
+            point,
+            kv_dtype_bytes=1 if spec.knobs.kv_cache_dtype == "fp8" else 2,
+            weight_bytes_per_param=1.0 if spec.knobs.quantization == "fp8" else None,
+            tensor_parallel=spec.knobs.tensor_parallel,
+        )
         if res.first_error:
             point.server.error = (
                 point.server.error or ""
@@ -176,8 +194,24 @@ class EngineRun:
         )
         return point
 
+    def _stored(self) -> EngineResult | None:
+        """The stored result of an earlier, complete attempt in this run folder (resume), if any."""
+        prev = load_engine_result(self.run_dir, self.spec.label)
+        if prev is None or prev.status != "ok":
+            return None
+        target = self.cfg.workload.target_concurrency or max(self.cfg.workload.concurrency)
+        wanted = [point_path(self.run_dir, self.spec.label, "sweep", c) for c in self.cfg.workload.concurrency]
+        wanted += [
+            point_path(self.run_dir, self.spec.label, "tune", target, f"seqs{s}") for s in self.spec.tune_max_num_seqs
+        ]
+        return prev if all(p.is_file() for p in wanted) else None
+
     async def run(self) -> EngineResult:
         """Sweep the concurrency levels, then tune; never raises for engine trouble."""
+        stored = self._stored()
+        if stored is not None:
+            self.say(f"{self.spec.label}: every point already measured in this run folder, kept")
+            return stored
         self.result.version = self.launcher.version(self.adapter, self.spec)
         try:
             self.launch(self.spec)
@@ -186,7 +220,7 @@ class EngineRun:
                 if p is None:
                     return self.result
                 self.result.points.append(p)
-        except EngineError as err:
+        except (EngineError, ValueError, OSError) as err:
             self.fail(str(err))
             return self.result
         except httpx.HTTPError as err:
@@ -208,7 +242,7 @@ class EngineRun:
             try:
                 self.launch(spec, tag=f"tune-seqs{seqs}")
                 p = await self.measure(spec, target, "tune")
-            except (EngineError, httpx.HTTPError) as err:
+            except (EngineError, httpx.HTTPError, ValueError, OSError) as err:
                 self.say(f"{self.spec.label}: tuning max_num_seqs={seqs} failed: {err}")
                 p = None
             finally:

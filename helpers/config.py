@@ -106,6 +106,10 @@ class EngineSpec(_Strict):
     launcher: LauncherSpec = Field(default_factory=LauncherSpec)
     knobs: Knobs = Field(default_factory=Knobs)
     extra_args: list[str] = Field(default_factory=list, description="Extra command-line flags, passed as given.")
+    engine_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="Engine-specific settings the adapter understands (trtllm: backend: pytorch | tensorrt).",
+    )
     startup_timeout_s: float = Field(default=600, gt=0, description="Seconds to wait for health after launch.")
     tune_max_num_seqs: list[PositiveInt] = Field(
         default_factory=list,
@@ -229,6 +233,20 @@ class Decision(_Strict):
     frequent_updates_per_month: float = Field(default=1.0, ge=0, description="Updates/month counted as frequent.")
 
 
+class Alerts(_Strict):
+    """Alert thresholds of the rollout's Prometheus rules; defaults are seed 003 §5.3's (TTFT comes from ``sla``)."""
+
+    ttft_for: str = Field(default="2m", description="How long TTFT p95 must stay above the SLA before firing.")
+    gpu_util_min_pct: float = Field(default=60, ge=0, le=100, description="GPU utilisation below this fires.")
+    gpu_util_for: str = Field(default="5m", description="How long utilisation must stay low (seed: 5 minutes).")
+    gpu_mem_max_pct: float = Field(default=95, gt=0, le=100, description="GPU memory use above this fires.")
+    gpu_mem_for: str = Field(default="1m", description="How long memory must stay high.")
+    queue_max: float = Field(default=100, gt=0, description="Queued requests above this fires.")
+    queue_for: str = Field(default="1m", description="How long the queue must stay long.")
+    absent_for: str = Field(default="5m", description="How long the engine's metrics may be missing.")
+    window: str = Field(default="5m", description="Rate window of the TTFT histogram.")
+
+
 class Review(_Strict):
     """Settings of the quarterly review."""
 
@@ -252,6 +270,7 @@ class PlaybookConfig(_Strict):
     team: Team = Field(default_factory=Team)
     cadence: ModelCadence = Field(default_factory=ModelCadence)
     decision: Decision = Field(default_factory=Decision)
+    alerts: Alerts = Field(default_factory=Alerts)
     review: Review = Field(default_factory=Review)
 
     @model_validator(mode="after")

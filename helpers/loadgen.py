@@ -33,12 +33,15 @@ class LoadResult:
 
 
 def _configure_guidellm() -> None:
-    """Quiet guidellm's console logging and size its worker pool for this machine."""
-    from guidellm.logger import configure_logger
+    """Quiet guidellm's console logging and size its worker pool for this machine.
+
+    The log level is read by guidellm when it is first imported, so it is set through its
+    environment variable before that import (reconfiguring its logger later hangs its workers).
+    """
+    level = os.environ.get("PLAYBOOK_GUIDELLM_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("GUIDELLM__LOGGING__CONSOLE_LOG_LEVEL", level)
     from guidellm.settings import settings
 
-    settings.logging.console_log_level = os.environ.get("PLAYBOOK_GUIDELLM_LOG_LEVEL", "WARNING")
-    configure_logger(settings.logging)
     cpus = os.cpu_count() or 2
     settings.max_worker_processes = int(os.environ.get("PLAYBOOK_GUIDELLM_WORKERS", str(min(10, max(1, cpus)))))
 
@@ -111,11 +114,11 @@ async def run_point(
     request_timeout_s: float = 600.0,
 ) -> LoadResult:
     """Drive ``max_requests`` requests from ``dataset`` at ``concurrency`` streams; await inside Jupyter."""
+    _configure_guidellm()
     from guidellm.benchmark.entrypoints import benchmark_generative_text
     from guidellm.schemas.benchmark import BenchmarkScenario
     from guidellm.utils.typing import BLANK
 
-    _configure_guidellm()
     spec = {
         "backend": _backend_spec(base_url, served_model, api_key, request_timeout_s),
         "tokenizer": {"kind": "hf_auto", "model": str(tokenizer_dir)},

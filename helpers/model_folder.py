@@ -50,7 +50,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 4096,
         "rope_theta": 10000.0,
         "vocab_size": 8192,
-        "torch_dtype": "float32",
     },
     # The shapes of Llama-3.1-8B and Llama-3.3-70B (public config values).
     "llama-3.1-8b": {

@@ -130,11 +130,21 @@ def show_table(df: Any, caption: str | None = None, floatfmt: str = "{:,.2f}") -
     show_html(f"{cap}<div class='pb-table'>{body}</div>")
 
 
-def show_figure(fig: Any) -> None:
-    """Display a matplotlib figure (embedded as PNG in the report) and close it."""
-    import matplotlib.pyplot as plt
+def figure_png(fig: Any, dpi: int = 110) -> bytes:
+    """A matplotlib figure rendered to PNG bytes, whatever backend is active."""
+    import io
 
-    _display(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def show_figure(fig: Any) -> None:
+    """Display a matplotlib figure as an embedded PNG (so the report carries it) and close it."""
+    import matplotlib.pyplot as plt
+    from IPython.display import Image
+
+    _display(Image(data=figure_png(fig)))
     plt.close(fig)
 
 

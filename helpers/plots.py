@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from helpers.results import EngineResult  # noqa: E402
+from helpers.results import EngineResult
 
 
 def _sweeps(results: list[EngineResult]):

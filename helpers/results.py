@@ -136,6 +136,15 @@ def save_engine_result(run_dir: Path, result: EngineResult) -> Path:
     return p
 
 
+def load_engine_result(run_dir: Path, label: str) -> EngineResult | None:
+    """The stored result of one engine configuration, or None if missing or unreadable."""
+    p = Path(run_dir) / "engines" / f"{_slug(label)}.json"
+    try:
+        return EngineResult.model_validate_json(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def load_engine_results(run_dir: Path) -> list[EngineResult]:
     """All engine results of a run folder, in file-name order."""
     d = Path(run_dir) / "engines"

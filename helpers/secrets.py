@@ -18,8 +18,11 @@ _SECRET_KEY = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IG
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether an environment-variable name looks like it holds a secret."""
-    return bool(_SECRET_KEY.search(name))
+    """Whether an environment-variable name looks like it holds a secret.
+
+    Keys ending in ``_env`` (``api_key_env``) hold the NAME of a variable, not a secret.
+    """
+    return bool(_SECRET_KEY.search(name)) and not name.lower().endswith("_env")
 
 
 def known_secrets(cfg: PlaybookConfig) -> list[str]:

@@ -75,6 +75,7 @@ def build_summary(run_dir: Path, cfg: PlaybookConfig) -> dict[str, Any]:
         "profile": _read(run_dir, "profile.json"),
         "cost": _read(run_dir, "cost.json"),
         "decision": decision or None,
+        "review_flags": (_read(run_dir, "review.json") or {}).get("flags", []),
         "failures": run_info.get("failures", {}),
         "notebook_seconds": run_info.get("notebook_seconds", {}),
         "config": public_dict(cfg),

@@ -24,6 +24,19 @@ def nvml_handles() -> tuple[list, str | None]:
         return [], f"no NVIDIA GPU telemetry: {type(err).__name__}: {err}"
 
 
+def local_gpu_spec():
+    """The spec-table entry of this machine's first GPU (for the roofline), or None without one."""
+    handles, _ = nvml_handles()
+    if not handles:
+        return None
+    import pynvml
+
+    from helpers.gpu_specs import gpu_spec
+
+    name = pynvml.nvmlDeviceGetName(handles[0])
+    return gpu_spec(name.decode() if isinstance(name, bytes) else str(name))
+
+
 @dataclass
 class GpuSampler:
     """Samples utilisation, memory and power of all GPUs every ``interval_s`` seconds."""

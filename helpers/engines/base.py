@@ -63,6 +63,8 @@ class EngineAdapter:
     # regex over the engine log with one group: the KV-cache capacity in tokens
     kv_capacity_pattern: ClassVar[str | None] = None
     runs_on_cpu: ClassVar[bool] = False
+    # flag that takes the path of a YAML file of launch options (``launch_options``), if the engine has one
+    options_flag: ClassVar[str | None] = None
 
     def knob_flags(self, knobs: Knobs) -> list[str]:
         """Map the engine-neutral knobs onto this engine's command-line flags."""
@@ -74,6 +76,10 @@ class EngineAdapter:
 
     def env(self, spec: EngineSpec) -> dict[str, str]:
         """Environment variables the engine needs, before the launcher's own ``env``."""
+        return {}
+
+    def launch_options(self, spec: EngineSpec) -> dict:
+        """Settings that have no command-line flag; launchers write them to a YAML file passed with ``options_flag``."""
         return {}
 
     def version_code(self) -> str:

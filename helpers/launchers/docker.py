@@ -35,11 +35,10 @@ class DockerLauncher(Launcher):
         for k in sorted(env):
             cmd += ["-e", f"{k}={env[k]}"]
         args = adapter.server_args(spec, model, MODEL_MOUNT, "0.0.0.0", port)  # inside the container
-        extra = getattr(adapter, "extra_options", None)
-        if extra is not None and extra(spec.knobs):
-            from helpers.launchers.python import _options_file_args
+        from helpers.launchers.python import _options_file_args
 
-            host_args = _options_file_args(adapter, spec, run_dir)
+        host_args = _options_file_args(adapter, spec, run_dir)
+        if host_args:
             host_file = Path(host_args[1])
             cmd += ["-v", f"{host_file.parent}:{OPTIONS_MOUNT}:ro"]
             args += [host_args[0], f"{OPTIONS_MOUNT}/{host_file.name}"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,8 +17,15 @@ if TYPE_CHECKING:
 
 
 def interpreter(spec: LauncherSpec) -> Path:
-    """The interpreter path of a launcher spec, resolved against the repository root."""
-    return resolve_repo_path(spec.python or "python3")
+    """The interpreter of a launcher spec.
+
+    A bare name (``python3``) is looked up on PATH; a path is resolved against the repository root.
+    """
+    name = spec.python or "python3"
+    if "/" not in name:
+        found = shutil.which(name)
+        return Path(found) if found else Path(name)
+    return resolve_repo_path(name)
 
 
 def _pythonpath(spec: LauncherSpec) -> str:
@@ -67,12 +75,9 @@ class PythonLauncher(Launcher):
 
 
 def _options_file_args(adapter: EngineAdapter, spec: EngineSpec, run_dir: Path) -> list[str]:
-    """Write the adapter's extra-options YAML (if it has one) into the run folder and point at it."""
-    extra = getattr(adapter, "extra_options", None)
-    if extra is None:
-        return []
-    opts = extra(spec.knobs)
-    if not opts:
+    """Write the adapter's launch options (if it has any) as YAML into the run folder and point at the file."""
+    opts = adapter.launch_options(spec)
+    if not opts or not adapter.options_flag:
         return []
     import yaml
 
@@ -81,4 +86,4 @@ def _options_file_args(adapter: EngineAdapter, spec: EngineSpec, run_dir: Path) 
     path = Path(run_dir) / "launch" / f"{_slug(spec.label)}-extra-options.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(opts, sort_keys=True), encoding="utf-8")
-    return ["--extra_llm_api_options", str(path)]
+    return [adapter.options_flag, str(path)]

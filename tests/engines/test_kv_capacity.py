@@ -6,8 +6,6 @@ f"{num_tokens:,}")`` — thousands separated by commas. SGLang 0.5.x (scheduler)
 (kvCacheManager.cpp): ``[MemUsageChange] Allocated %0.2f GiB for max tokens in paged KV cache (%d).``
 """
 
-import pytest
-
 from helpers.engines import get_engine
 
 VLLM_LOG = """\
@@ -59,6 +57,5 @@ def test_sglang_reads_max_total_num_tokens():
     assert get_engine("sglang").kv_capacity_from_log(SGLANG_LOG) == 190_000
 
 
-@pytest.mark.xfail(strict=True, reason="the trtllm adapter has no kv_capacity_pattern yet")
 def test_trtllm_reads_paged_kv_cache_tokens():
     assert get_engine("trtllm").kv_capacity_from_log(TRTLLM_LOG) == 191_328

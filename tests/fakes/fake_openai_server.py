@@ -1,0 +1,155 @@
+"""A tiny stand-in engine for error-path tests: OpenAI completions (plain and streamed SSE), health, metrics.
+
+Started like an engine (``python -m fake_openai_server --host H --port P ...``; unknown flags are
+ignored). Its behaviour comes from environment variables:
+
+* ``FAKE_ENGINE_MODE``: ``ok`` (default); ``die_mid_point`` (exits after ``FAKE_DIE_AFTER`` streamed
+  requests); ``never_healthy`` (``/health`` answers 503); ``bad_metrics`` (``/metrics`` is not
+  Prometheus text); ``bad_flag`` (exits at start like an argument parser rejecting a flag).
+* ``FAKE_API_KEY``: when set, every request must carry ``Authorization: Bearer <key>`` (else 401).
+
+``/metrics`` counts requests in ``fake:requests_total`` and authorised ones in
+``fake:authorized_requests_total``, plus vLLM-named series so the vLLM adapter's names resolve.
+The key itself is never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODE = os.environ.get("FAKE_ENGINE_MODE", "ok")
+KEY = os.environ.get("FAKE_API_KEY")
+DIE_AFTER = int(os.environ.get("FAKE_DIE_AFTER", "3"))
+TOKEN_DELAY_S = float(os.environ.get("FAKE_TOKEN_DELAY_S", "0.002"))
+
+_lock = threading.Lock()
+_counts = {"requests": 0, "authorized": 0, "streamed": 0, "prompt_tokens": 0, "running": 0}
+
+
+def _metrics_page() -> str:
+    c = _counts
+    return (
+        "# TYPE fake:requests_total counter\n"
+        f"fake:requests_total {c['requests']}\n"
+        "# TYPE fake:authorized_requests_total counter\n"
+        f"fake:authorized_requests_total {c['authorized']}\n"
+        "# TYPE vllm:prefix_cache_queries_total counter\n"
+        f'vllm:prefix_cache_queries_total{{engine="0"}} {c["prompt_tokens"]}\n'
+        "# TYPE vllm:prefix_cache_hits_total counter\n"
+        f'vllm:prefix_cache_hits_total{{engine="0"}} {c["prompt_tokens"] // 2}\n'
+        "# TYPE vllm:kv_cache_usage_perc gauge\n"
+        f'vllm:kv_cache_usage_perc{{engine="0"}} {0.1 * c["running"]}\n'
+        "# TYPE vllm:num_requests_running gauge\n"
+        f'vllm:num_requests_running{{engine="0"}} {c["running"]}\n'
+        "# TYPE vllm:num_requests_waiting gauge\n"
+        'vllm:num_requests_waiting{engine="0"} 0\n'
+    )
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Answers the few routes the playbook and guidellm use."""
+
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, fmt: str, *args) -> None:  # quiet, and never logs headers
+        pass
+
+    def _authorized(self) -> bool:
+        with _lock:
+            _counts["requests"] += 1
+        if KEY is None:
+            return True
+        if self.headers.get("Authorization") == f"Bearer {KEY}":
+            with _lock:
+                _counts["authorized"] += 1
+            return True
+        self._send(401, "application/json", json.dumps({"error": "bad key"}).encode())
+        return False
+
+    def _send(self, code: int, ctype: str, body: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        """Health, model list and metrics."""
+        if self.path == "/health":
+            self._send(503 if MODE == "never_healthy" else 200, "text/plain", b"")
+        elif self.path == "/v1/models":
+            if self._authorized():
+                self._send(200, "application/json", json.dumps({"data": [{"id": "tiny-llama"}]}).encode())
+        elif self.path == "/metrics":
+            body = b"garbage{{{ not prometheus\n" if MODE == "bad_metrics" else _metrics_page().encode()
+            self._send(200, "text/plain; version=0.0.4", body)
+        else:
+            self._send(404, "text/plain", b"not found")
+
+    def do_POST(self) -> None:  # noqa: N802
+        """``/v1/completions``: a JSON answer, or SSE chunks of one word per token when ``stream`` is true."""
+        n = int(self.headers.get("Content-Length") or 0)
+        req = json.loads(self.rfile.read(n) or b"{}")
+        if self.path != "/v1/completions":
+            self._send(404, "text/plain", b"not found")
+            return
+        if not self._authorized():
+            return
+        prompt_tokens = len(str(req.get("prompt", "")).split())
+        out = int(req.get("max_tokens") or req.get("max_completion_tokens") or 16)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": out, "total_tokens": prompt_tokens + out}
+        with _lock:
+            _counts["prompt_tokens"] += prompt_tokens
+        if not req.get("stream"):
+            body = {"id": "c0", "object": "text_completion", "model": req.get("model"), "usage": usage}
+            body["choices"] = [{"index": 0, "text": " w3" * out, "finish_reason": "length"}]
+            self._send(200, "application/json", json.dumps(body).encode())
+            return
+        with _lock:
+            _counts["streamed"] += 1
+            streamed = _counts["streamed"]
+            _counts["running"] += 1
+        if MODE == "die_mid_point" and streamed > DIE_AFTER:
+            print(f"fake engine: dying after {DIE_AFTER} streamed requests", flush=True)
+            os._exit(3)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            for i in range(out):
+                chunk = {"id": "c1", "object": "text_completion", "model": req.get("model")}
+                chunk["choices"] = [{"index": 0, "text": f" w{3 + i}", "finish_reason": None}]
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+                time.sleep(TOKEN_DELAY_S)
+            last = {"id": "c1", "object": "text_completion", "model": req.get("model"), "usage": usage}
+            last["choices"] = [{"index": 0, "text": "", "finish_reason": "length"}]
+            self.wfile.write(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
+            self.wfile.flush()
+        finally:
+            with _lock:
+                _counts["running"] -= 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse ``--host``/``--port`` (ignoring the engine flags around them) and serve until killed."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    args, _unknown = parser.parse_known_args(argv)
+    if MODE == "bad_flag":
+        print("fake engine: error: unrecognized arguments: --max-num-seqs-typo", file=sys.stderr, flush=True)
+        sys.exit(2)
+    print(f"fake engine ({MODE}) on {args.host}:{args.port}", flush=True)
+    ThreadingHTTPServer((args.host, args.port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    main()
