@@ -32,7 +32,7 @@ from helpers.results import (
     save_engine_result,
     save_point,
 )
-from helpers.roofline import point_bound
+from helpers.roofline import point_bound, ratio_text
 from helpers.secrets import known_secrets, redact
 from helpers.server import ServerHandle, free_port
 from helpers.telemetry import GpuSampler, local_gpu_spec
@@ -76,6 +76,7 @@ def _point_from(spec: EngineSpec, cfg: PlaybookConfig, c: int, phase: str, res: 
         knobs=knobs,
         requests=res.requests,
         errors=res.errors,
+        incomplete=res.incomplete,
         duration_s=res.duration_s,
         input_tokens_mean=res.input_tokens_mean,
         output_tokens_mean=res.output_tokens_mean,
@@ -294,5 +295,6 @@ def points_table(results: list[EngineResult]) -> list[dict[str, Any]]:
             row.update({f"server_{k}": v for k, v in p.server.model_dump().items()})
             row.update({f"gpu_{k}": v for k, v in p.gpu.model_dump().items()})
             row["knobs"] = ", ".join(f"{k}={v}" for k, v in p.knobs.items())
+            row["roofline"] = ratio_text(p.roofline) if p.roofline else ""
             rows.append(row)
     return rows

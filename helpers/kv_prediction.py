@@ -11,6 +11,7 @@ import pandas as pd
 
 from helpers.config import EngineSpec, PlaybookConfig
 from helpers.engines import get_engine
+from helpers.errors import PlaybookError
 from helpers.memory_plan import MemoryPlan, kv_bytes_per_token, memory_plan, read_model_shape
 
 CPU_KV_SPACE_ENV = "VLLM_CPU_KVCACHE_SPACE"
@@ -55,9 +56,12 @@ def gpu_kv_tokens(cfg: PlaybookConfig, spec: EngineSpec, gpu: object) -> tuple[i
 
 
 def predicted_kv_tokens(cfg: PlaybookConfig, spec: EngineSpec, gpu: object = None) -> int | None:
-    """The predicted KV capacity (tokens) of one engine configuration."""
-    cpu = cpu_kv_tokens(cfg, spec)
-    return cpu if cpu is not None else gpu_kv_tokens(cfg, spec, gpu)[0]
+    """The predicted KV capacity (tokens) of one engine configuration; None when it cannot be planned."""
+    try:
+        cpu = cpu_kv_tokens(cfg, spec)
+        return cpu if cpu is not None else gpu_kv_tokens(cfg, spec, gpu)[0]
+    except (PlaybookError, KeyError):
+        return None
 
 
 def cpu_kv_plan(cfg: PlaybookConfig) -> pd.DataFrame | None:

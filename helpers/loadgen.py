@@ -20,6 +20,7 @@ class LoadResult:
     requests: int
     errors: int
     duration_s: float
+    incomplete: int = 0  # in flight when the point's time cap ended it (not failures)
     output_tok_s: float
     total_tok_s: float
     req_s: float
@@ -87,7 +88,8 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
             break
     return LoadResult(
         requests=int(totals.get("successful") or 0),
-        errors=int(totals.get("errored") or 0) + int(totals.get("incomplete") or 0),
+        errors=int(totals.get("errored") or 0),
+        incomplete=int(totals.get("incomplete") or 0),
         duration_s=duration,
         output_tok_s=float(_stat(m, "output_tokens_per_second", "mean") or 0.0),
         total_tok_s=float(_stat(m, "tokens_per_second", "mean") or 0.0),

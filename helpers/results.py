@@ -57,6 +57,7 @@ class Point(_Record):
     knobs: dict[str, Any] = Field(default_factory=dict, description="Knob values in force for this point.")
     requests: int = Field(description="Requests that completed.")
     errors: int = Field(default=0, description="Requests that failed.")
+    incomplete: int = Field(default=0, description="Requests cut off by the point's time cap (not failures).")
     duration_s: float
     input_tokens_mean: float | None = None
     output_tokens_mean: float | None = None

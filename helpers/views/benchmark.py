@@ -6,8 +6,12 @@ import pandas as pd
 
 from helpers import plots
 from helpers.benchmark import points_table, run_benchmarks, tuned_point
+from helpers.claims import claims_table
+from helpers.config import PlaybookConfig
+from helpers.kv_prediction import predicted_kv_tokens
 from helpers.notebook import Context, not_yet, progress, say, show_figure, show_table
 from helpers.results import EngineResult
+from helpers.telemetry import local_gpu_spec
 from helpers.workload import scale_note
 
 POINT_COLUMNS = {
@@ -34,6 +38,7 @@ POINT_COLUMNS = {
     "server_running_max": "running max",
     "gpu_util_mean": "GPU util %",
     "gpu_mem_used_max_gib": "GPU mem GiB",
+    "roofline": "measured / bound out tok/s",
 }
 
 
@@ -42,10 +47,13 @@ async def run(ctx: Context) -> list[EngineResult]:
     return await run_benchmarks(ctx.cfg, ctx.run_dir, progress=progress)
 
 
-def engines_table(results: list[EngineResult]) -> pd.DataFrame:
-    """One row per engine configuration: status, reason, version, cold start, tuned config."""
+def engines_table(results: list[EngineResult], cfg: PlaybookConfig | None = None) -> pd.DataFrame:
+    """One row per engine configuration: status, reason, version, cold start, KV capacity, tuned config."""
+    specs = {e.label: e for e in cfg.engines} if cfg else {}
+    gpu = local_gpu_spec() if cfg else None
     rows = []
     for r in results:
+        spec = specs.get(r.label)
         rows.append(
             {
                 "engine config": r.label,
@@ -54,7 +62,8 @@ def engines_table(results: list[EngineResult]) -> pd.DataFrame:
                 "status": r.status,
                 "reason": r.reason or "",
                 "cold start s": r.cold_start_s,
-                "KV capacity (tokens, engine log)": r.kv_capacity_tokens,
+                "KV tokens predicted (step 4)": predicted_kv_tokens(cfg, spec, gpu) if spec and cfg else None,
+                "KV tokens reported (engine log)": r.kv_capacity_tokens,
                 "tuned knobs": ", ".join(f"{k}={v}" for k, v in (r.tuned_knobs or {}).items()),
             }
         )
@@ -75,7 +84,7 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     note = scale_note(ctx.cfg)
     if note:
         say(note, "warn")
-    show_table(engines_table(results), "Engine configurations")
+    show_table(engines_table(results, ctx.cfg), "Engine configurations")
     for r in results:
         if r.status != "ok" and r.log_tail:
             say(f"{r.label}: {r.reason}", "warn")
@@ -96,6 +105,7 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
         fig = plots.tuning_curve(r, ctx.cfg.sla.ttft_p95_ms)
         if fig is not None:
             show_figure(fig)
+    show_table(claims_table(results), "The seeds' claims beside this run's measurements")
     target = ctx.cfg.workload.target_concurrency
     rep = [(r.label, tuned_point(r, target)) for r in results]
     rows = [

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Run the playbook on an offline GPU host from bundles built by `playbook bundle` (README: "Benchmark
+# on an offline GPU host"). Subcommands, run from the repository root on the host:
+#   receive DIR...          copy bundle files (parts, manifest.json, install.sh) into $PB/parts/<bundle>/
+#   install                 verify and unpack every complete bundle in $PB/parts into $PB/<bundle>/
+#   run CONFIG RUN_ID [S]   run the playbook (resuming RUN_ID) for at most S seconds; tar the run folder
+#                           into $OUT (or $PB/out) so it can be carried back and archived under reports/
+set -uo pipefail
+PB=${PB:-/tmp/pb}
+PY=${PLAYBOOK_PYTHON:-$(command -v python3)}
+cmd=${1:-}; shift || true
+case "$cmd" in
+  receive)
+    for d in "$@"; do
+      for b in "$d"/*/; do
+        name=$(basename "$b"); mkdir -p "$PB/parts/$name"; cp -f "$b"* "$PB/parts/$name/"
+      done
+    done
+    ls -l "$PB"/parts/* ;;
+  install)
+    for b in "$PB"/parts/*/; do
+      name=$(basename "$b")
+      [ -f "$PB/$name/env.sh" ] && { echo "$name: already installed"; continue; }
+      sh "$b/install.sh" "$PB/$name" || echo "$name: not installed (parts missing or damaged)"
+    done ;;
+  run)
+    config=$1; run_id=$2; limit=${3:-560}
+    export PYTHONPATH="$PB/playbook-runtime/site:$PWD" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+      VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1 PLAYBOOK_GUIDELLM_WORKERS=${PLAYBOOK_GUIDELLM_WORKERS:-8}
+    timeout "$limit" "$PY" -m helpers.cli run "$config" --run-id "$run_id"
+    rc=$?
+    out=${OUT:-$PB/out}; mkdir -p "$out"
+    tar -C reports -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"
+    exit $rc ;;
+  *) sed -n 2,9p "$0"; exit 2 ;;
+esac
