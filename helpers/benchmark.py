@@ -36,7 +36,7 @@ from helpers.roofline import point_bound, ratio_text
 from helpers.secrets import known_secrets, redact
 from helpers.server import ServerHandle, free_port
 from helpers.telemetry import GpuSampler, local_gpu_spec
-from helpers.workload import workload_shapes
+from helpers.workload import point_requests, workload_shapes
 
 LOG_TAIL_LINES = 30
 Progress = Callable[[str], None]
@@ -165,7 +165,7 @@ class EngineRun:
                 self.cfg.model.directory,
                 dataset,
                 concurrency=c,
-                max_requests=max(wl.requests_per_point, c),
+                max_requests=point_requests(self.cfg, c),
                 max_seconds=wl.max_seconds_per_point,
                 api_key=self.handle.api_key,
             )

@@ -68,7 +68,8 @@ def _sglang_vs_vllm(results: list[EngineResult]) -> Measured | None:
     pv, ps = _sweep(v[0])[c], _sweep(s[0])[c]
     return Measured(
         f"{ps.total_tok_s / pv.total_tok_s:.2f}",
-        f"{ps.total_tok_s:,.0f} / {pv.total_tok_s:,.0f} total tok/s at concurrency {c} ({s[0].label} / {v[0].label})",
+        f"{ps.total_tok_s:,.0f} / {pv.total_tok_s:,.0f} total tok/s at concurrency {c} ({s[0].label} / {v[0].label})"
+        + _cut_note(pv, ps),
     )
 
 
@@ -79,11 +80,12 @@ def _batching(results: list[EngineResult]) -> Measured | None:
         sw = _sweep(r)
         if len(sw) >= 2:
             lo, hi = min(sw), max(sw)
-            parts.append((r.label, sw[hi].output_tok_s / sw[lo].output_tok_s, lo, hi))
+            parts.append((r.label, sw[hi].output_tok_s / sw[lo].output_tok_s, lo, hi, sw[lo], sw[hi]))
     if not parts:
         return None
-    value = ", ".join(f"{label}: {g:.1f}×" for label, g, _, _ in parts)
-    return Measured(value, f"output tok/s at concurrency {parts[0][3]} ÷ at {parts[0][2]}")
+    value = ", ".join(f"{label}: {g:.1f}×" for label, g, *_ in parts)
+    cut = _cut_note(*[p for part in parts for p in part[4:]])
+    return Measured(value, f"output tok/s at concurrency {parts[0][3]} ÷ at {parts[0][2]}{cut}")
 
 
 @claim("Prefix caching saves prefill (TTFT with shared prefix, cache on vs off)", "80-90% of prefill (seed 000)")
@@ -128,7 +130,18 @@ def _vllm_abs(results: list[EngineResult]) -> Measured | None:
         return None
     sw = _sweep(rs[0])
     c = max(sw)
-    return Measured(f"{sw[c].total_tok_s:,.0f} total tok/s", f"{rs[0].label} at concurrency {c} (this run's model)")
+    return Measured(
+        f"{sw[c].total_tok_s:,.0f} total tok/s",
+        f"{rs[0].label} at concurrency {c} (this run's model and GPU){_cut_note(sw[c])}",
+    )
+
+
+def _cut_note(*points: Point) -> str:
+    """A caveat when a point was ended by its time cap (its throughput is understated)."""
+    cut = [p for p in points if p.incomplete]
+    if not cut:
+        return ""
+    return "; time cap cut " + ", ".join(f"{p.label} at c={p.concurrency} ({p.incomplete} in flight)" for p in cut)
 
 
 def claims_table(results: list[EngineResult]) -> pd.DataFrame:

@@ -90,13 +90,6 @@ class LauncherSpec(_Strict):
             raise ValueError(f"unknown launcher {v!r}; allowed: {', '.join(sorted(LAUNCHERS))}")
         return v
 
-    @model_validator(mode="after")
-    def _needs(self) -> LauncherSpec:
-        from helpers.launchers import LAUNCHERS
-
-        LAUNCHERS[self.kind].check_spec(self)
-        return self
-
 
 class EngineSpec(_Strict):
     """One engine configuration to benchmark."""
@@ -124,6 +117,14 @@ class EngineSpec(_Strict):
         if v not in ENGINES:
             raise ValueError(f"unknown engine {v!r}; allowed: {', '.join(sorted(ENGINES))}")
         return v
+
+    @model_validator(mode="after")
+    def _launcher_complete(self) -> EngineSpec:
+        """The launcher has what its kind needs (checked here so the error names the engine)."""
+        from helpers.launchers import LAUNCHERS
+
+        LAUNCHERS[self.launcher.kind].check_spec(self.launcher)
+        return self
 
 
 class TraceSource(_Strict):
@@ -160,7 +161,14 @@ class Workload(_Strict):
     shared_prefix_tokens: int = Field(default=0, ge=0, description="Tokens of a system prompt shared by all requests.")
     concurrency: list[PositiveInt] = Field(default=[1, 4, 16], min_length=1, description="Concurrency levels.")
     requests_per_point: PositiveInt = Field(default=40, description="Requests sent at each concurrency level.")
-    max_seconds_per_point: float = Field(default=300, gt=0, description="Time cap of one point.")
+    requests_per_stream: PositiveInt | None = Field(
+        default=None,
+        description="If set, a point sends concurrency × this many requests (at most requests_per_point), "
+        "so every level runs whole waves instead of being cut by the time cap.",
+    )
+    max_seconds_per_point: float = Field(
+        default=300, gt=0, description="Time cap of one point; requests still in flight then are not counted."
+    )
     target_concurrency: PositiveInt | None = Field(
         default=None, description="Concurrency the SLA tuning targets; defaults to the highest level."
     )

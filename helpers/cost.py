@@ -188,16 +188,31 @@ def _ops_hours(label: str, engine: str, family: str, cfg: PlaybookConfig, facts:
     return math.nan, f"unknown: engine family of {engine!r} has no default; set cost.ops_hours_per_month"
 
 
-def _build_seconds(result: EngineResult, family: str, facts: dict[str, FamilyFacts]):
-    """Restart/rebuild time per model update: measured cold start, else ready time, else the seed."""
-    if result.cold_start_s is not None:
-        return result.cold_start_s, "measured cold start (this run)"
+def _build_seconds(result: EngineResult, family: str, facts: dict[str, FamilyFacts], measured: dict[str, float]):
+    """Restart/rebuild time per model update: the family's measured cold start, else the seed default.
+
+    A model update restarts the engine whatever its knobs, so configurations of one family share the
+    median of their measured cold starts (start-up noise between them is not an operations cost).
+    """
+    if family in measured:
+        return measured[family], "measured cold start (this run; median over the engine's configurations)"
     if result.ready_s is not None:
         return result.ready_s, "measured launch-to-healthy (this run)"
     if family in facts:
         c = facts[family].cold_start
         return c.seconds, f"default: {c.what} ({c.source}, {c.date})"
     return 0.0, "unknown (no measurement, no default)"
+
+
+def _measured_cold_starts(results: list[EngineResult]) -> dict[str, float]:
+    """Median measured cold start per engine family."""
+    import statistics
+
+    by_family: dict[str, list[float]] = {}
+    for r in results:
+        if r.cold_start_s is not None:
+            by_family.setdefault(family_of(r.engine), []).append(r.cold_start_s)
+    return {f: statistics.median(v) for f, v in by_family.items()}
 
 
 def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: dict | None) -> pd.DataFrame:
@@ -211,6 +226,7 @@ def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: dic
     demand = traffic_demand(cfg, profile)
     by_label = {r.label: r for r in results}
     rebuilds = cfg.cadence.updates_per_month * cfg.cadence.concurrent_models
+    cold = _measured_cold_starts(results)
     rows = []
     for _, b in best_points(results, cfg).iterrows():
         r = by_label[b["label"]]
@@ -223,7 +239,7 @@ def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: dic
         replicas = (max(needs) if needs else 1) if b["meets_sla"] else None
         gpus = None if replicas is None else replicas * b["gpus_per_replica"]
         gpu_monthly = math.nan if gpus is None else gpus * b["price_per_hour"] * HOURS_PER_MONTH
-        build_s, build_src = _build_seconds(r, family, facts)
+        build_s, build_src = _build_seconds(r, family, facts, cold)
         build_h = rebuilds * build_s / 3600.0
         base_h, ops_src = _ops_hours(r.label, r.engine, family, cfg, facts)
         ops_h = base_h + build_h

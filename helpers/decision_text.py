@@ -264,7 +264,13 @@ def build_answer(
         elif primary.family != tree_family:
             reasons.append(f"No eligible {DISPLAY[tree_family]} configuration was measured: the tree is untested.")
     if backup is not None:
-        reasons.append(f"`{backup.label}` is the backup: the best eligible configuration of another family.")
+        if primary is not None and backup.family == primary.family:
+            reasons.append(
+                f"`{backup.label}` is the backup: the next best eligible configuration (no other engine family "
+                "was eligible, so the backup is another configuration of the same engine)."
+            )
+        else:
+            reasons.append(f"`{backup.label}` is the backup: the best eligible configuration of another family.")
     if primary is None:
         warnings.append(f"No eligible measured configuration: the answer is the tree's ({DISPLAY[tree_family]}).")
     be_rows = [{k: _r(k, v) for k, v in row.items()} for row in be.to_dict("records")] if not be.empty else []

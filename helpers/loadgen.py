@@ -20,7 +20,6 @@ class LoadResult:
     requests: int
     errors: int
     duration_s: float
-    incomplete: int = 0  # in flight when the point's time cap ended it (not failures)
     output_tok_s: float
     total_tok_s: float
     req_s: float
@@ -31,6 +30,7 @@ class LoadResult:
     e2e_ms: dict[str, float | None] = field(default_factory=dict)  # p50/p95
     ttft_values_ms: list[float] = field(default_factory=list)  # per successful request
     first_error: str | None = None
+    incomplete: int = 0  # in flight when the point's time cap ended it (not failures)
 
 
 def _configure_guidellm() -> None:

@@ -103,13 +103,28 @@ def merged_notebook(run_dir: Path) -> nbformat.NotebookNode:
     return merged
 
 
+def _template_dirs() -> list[str]:
+    """Our template folder, plus nbconvert's own templates when they sit beside the package.
+
+    That is the case when nbconvert was installed with ``pip --target`` (an offline bundle): its
+    templates are then not on the Jupyter path.
+    """
+    import nbconvert
+
+    dirs = [str(TEMPLATES_DIR)]
+    bundled = Path(nbconvert.__file__).resolve().parent.parent / "share" / "jupyter" / "nbconvert" / "templates"
+    if bundled.is_dir():
+        dirs.append(str(bundled))
+    return dirs
+
+
 def render_html(nb: nbformat.NotebookNode) -> str:
     """Render a notebook to self-contained HTML with code hidden."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(
         template_name="playbook",
-        extra_template_basedirs=[str(TEMPLATES_DIR)],
+        extra_template_basedirs=_template_dirs(),
         exclude_input=True,
         exclude_input_prompt=True,
         exclude_output_prompt=True,

@@ -73,11 +73,11 @@ def run_playbook(
     The config is validated first (a bad config fails before anything starts). Reusing a
     ``run_id`` resumes: measured points in that run folder are kept.
     """
+    cfg = load_config(config)  # a bad config fails here, before anything is imported or started
     from helpers.archive import write_index
     from helpers.report import render_report
     from helpers.summary import write_summary
 
-    cfg = load_config(config)
     run_id = run_id or new_run_id(cfg.name)
     run_dir = (Path(reports_dir) / run_id).resolve()
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)

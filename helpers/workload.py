@@ -28,6 +28,14 @@ def request_count(cfg: PlaybookConfig) -> int:
     return max(wl.requests_per_point, max(wl.concurrency), wl.target_concurrency or 0)
 
 
+def point_requests(cfg: PlaybookConfig, concurrency: int) -> int:
+    """Requests sent at one concurrency level: whole waves when ``requests_per_stream`` is set."""
+    wl = cfg.workload
+    if wl.requests_per_stream:
+        return max(concurrency, min(wl.requests_per_point, concurrency * wl.requests_per_stream))
+    return max(wl.requests_per_point, concurrency)
+
+
 def workload_shapes(cfg: PlaybookConfig) -> list[RequestShape]:
     """The shapes of one point's requests."""
     wl = cfg.workload

@@ -21,6 +21,7 @@ POINT_COLUMNS = {
     "knobs": "knobs",
     "requests": "requests",
     "errors": "errors",
+    "incomplete": "cut by time cap",
     "output_tok_s": "output tok/s",
     "total_tok_s": "total tok/s",
     "req_s": "req/s",
@@ -96,6 +97,15 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
         not_yet("no benchmark point was measured (see the reasons above)")
         return
     show_table(df, "Measured points (client side: guidellm; server side: /metrics; GPU: NVML)")
+    cut = [(r.label, p) for r in results for p in r.points if p.incomplete]
+    for label, p in cut:
+        say(
+            f"{label} at concurrency {p.concurrency}: the {ctx.cfg.workload.max_seconds_per_point:g} s time cap "
+            f"ended the point with {p.incomplete} request(s) in flight. guidellm counts completed requests only, "
+            "so throughput there is understated (TTFT and ITL are unaffected); workload.requests_per_stream "
+            "makes every level run whole waves.",
+            "warn",
+        )
     no_gpu = [p.gpu.reason for r in results for p in r.points if not p.gpu.available and p.gpu.reason]
     if no_gpu:
         say(f"GPU telemetry: {no_gpu[0]}", "note")

