@@ -23,11 +23,15 @@ def archived_runs(reports_dir: Path) -> list[dict[str, Any]]:
     return sorted(runs, key=lambda d: (d.get("created_utc") or "", d["_dir"]))
 
 
-def _hardware(h: dict[str, Any]) -> str:
-    gpus = h.get("gpus") or []
+def hardware_text(h: dict[str, Any]) -> str:
+    """One line for a run's hardware: GPUs by name and count, and CPU threads (from the inventory)."""
+    from collections import Counter
+
+    cores = h.get("cpu_logical_cores") or h.get("cpu_cores") or "?"
+    gpus = Counter(g.get("name") for g in h.get("gpus") or [])
     if gpus:
-        return ", ".join(f"{g.get('count', 1)}× {g.get('name')}" for g in gpus)
-    return f"CPU only ({h.get('cpu_cores', '?')} cores)"
+        return ", ".join(f"{n}× {name}" for name, n in gpus.items()) + f"; {cores} CPU threads"
+    return f"no GPU; {cores} CPU threads"
 
 
 def index_html(runs: list[dict[str, Any]]) -> str:
@@ -42,7 +46,7 @@ def index_html(runs: list[dict[str, Any]]) -> str:
         rows.append(
             "<tr>"
             f"<td>{esc(r.get('created_utc'))}</td><td>{esc(r.get('workload'))}</td><td>{esc(r.get('model'))}</td>"
-            f"<td>{esc(_hardware(r.get('hardware') or {}))}</td><td>{esc(engines)}</td>"
+            f"<td>{esc(hardware_text(r.get('hardware') or {}))}</td><td>{esc(engines)}</td>"
             f"<td>{esc(rec.get('primary') or '–')} / {esc(rec.get('backup') or '–')}</td>"
             f"<td><a href='{esc(link)}'>{esc(r['_dir'])}</a></td>"
             "</tr>"

@@ -15,6 +15,7 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_markdown_cell, new_notebook, new_output
 
+from helpers.archive import hardware_text
 from helpers.notebook import STEP_TITLES, esc
 from helpers.paths import TEMPLATES_DIR
 
@@ -37,8 +38,7 @@ def _header_html(summary: dict[str, Any], failures: dict[str, str]) -> str:
     else:
         answer = "<p class='pb-missing'>No recommendation could be made in this run (see step 7).</p>"
     hw = summary.get("hardware") or {}
-    gpus = hw.get("gpus") or []
-    hw_text = ", ".join(f"{g.get('count', 1)}× {g.get('name')}" for g in gpus) if gpus else "no GPU"
+    hw_text = hardware_text(hw)
     engines = ", ".join(
         f"{e['label']} ({e['engine']} {e.get('version') or '?'}: {e['status']})" for e in summary.get("engines", [])
     )
@@ -47,7 +47,7 @@ def _header_html(summary: dict[str, Any], failures: dict[str, str]) -> str:
         ("Date (UTC)", summary.get("created_utc")),
         ("Workload", summary.get("workload")),
         ("Model", summary.get("model")),
-        ("Hardware", f"{hw_text}; {hw.get('cpu_cores', '?')} CPU cores"),
+        ("Hardware", hw_text),
         ("Engines", engines),
         ("Primary / backup", f"{rec.get('primary') or '–'} / {rec.get('backup') or '–'}"),
     ]

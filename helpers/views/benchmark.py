@@ -8,6 +8,7 @@ from helpers import plots
 from helpers.benchmark import points_table, run_benchmarks, tuned_point
 from helpers.claims import claims_table
 from helpers.config import PlaybookConfig
+from helpers.gpu_specs import GpuSpec, gpu_spec
 from helpers.kv_prediction import predicted_kv_tokens
 from helpers.notebook import Context, not_yet, progress, say, show_figure, show_table
 from helpers.results import EngineResult
@@ -48,10 +49,17 @@ async def run(ctx: Context) -> list[EngineResult]:
     return await run_benchmarks(ctx.cfg, ctx.run_dir, progress=progress)
 
 
-def engines_table(results: list[EngineResult], cfg: PlaybookConfig | None = None) -> pd.DataFrame:
+def run_gpu_spec(ctx: Context) -> GpuSpec | None:
+    """The GPU the run was measured on: from step 2's inventory in the run folder, else this machine's."""
+    gpus = ((ctx.load_json("environment.json") or {}).get("hardware") or {}).get("gpus") or []
+    return gpu_spec(gpus[0]["name"]) if gpus else local_gpu_spec()
+
+
+def engines_table(
+    results: list[EngineResult], cfg: PlaybookConfig | None = None, gpu: GpuSpec | None = None
+) -> pd.DataFrame:
     """One row per engine configuration: status, reason, version, cold start, KV capacity, tuned config."""
     specs = {e.label: e for e in cfg.engines} if cfg else {}
-    gpu = local_gpu_spec() if cfg else None
     rows = []
     for r in results:
         spec = specs.get(r.label)
@@ -85,7 +93,7 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     note = scale_note(ctx.cfg)
     if note:
         say(note, "warn")
-    show_table(engines_table(results, ctx.cfg), "Engine configurations")
+    show_table(engines_table(results, ctx.cfg, run_gpu_spec(ctx)), "Engine configurations")
     for r in results:
         if r.status != "ok" and r.log_tail:
             say(f"{r.label}: {r.reason}", "warn")

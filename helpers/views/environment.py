@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from helpers.engine_status import engine_status_frame
 from helpers.gpu_specs import gpu_spec
 from helpers.hardware import Inventory, hardware_plan_table, inventory, inventory_frame
@@ -80,8 +82,14 @@ def memory_plan(ctx: Context) -> None:
 
 
 def engine_environments(ctx: Context) -> None:
-    """Step 4: which engines are installed and runnable with their launcher."""
-    df = engine_status_frame(ctx.cfg)
+    """Step 4: which engines are installed and runnable with their launcher.
+
+    Checked once per run folder, on the machine that measured it, like the inventory.
+    """
     data = ctx.load_json("environment.json") or {}
-    ctx.save_json("environment.json", {**data, "engines": df.to_dict(orient="records")})
+    if "engines" in data:
+        df = pd.DataFrame(data["engines"])
+    else:
+        df = engine_status_frame(ctx.cfg)
+        ctx.save_json("environment.json", {**data, "engines": df.to_dict(orient="records")})
     show_table(df, "Engine test environments")
