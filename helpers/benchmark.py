@@ -36,7 +36,7 @@ from helpers.roofline import point_bound, ratio_text
 from helpers.secrets import known_secrets, redact
 from helpers.server import ServerHandle, free_port
 from helpers.telemetry import GpuSampler, local_gpu_spec
-from helpers.workload import point_requests, workload_shapes
+from helpers.workload import point_requests, sweep_levels, workload_shapes
 
 LOG_TAIL_LINES = 30
 Progress = Callable[[str], None]
@@ -50,7 +50,7 @@ def prepare_dataset(cfg: PlaybookConfig, run_dir: Path, key: str) -> Path:
     """
     path = Path(run_dir) / "data" / f"prompts-{key}.jsonl"
     if not path.is_file():
-        shapes: list[RequestShape] = workload_shapes(cfg)
+        shapes: list[RequestShape] = workload_shapes(cfg, run_dir)
         seed = sum(ord(ch) * (i + 1) for i, ch in enumerate(key))
         write_dataset(shapes, cfg.model.directory, path, seed=seed)
     return path
@@ -201,7 +201,7 @@ class EngineRun:
         if prev is None or prev.status != "ok":
             return None
         target = self.cfg.workload.target_concurrency or max(self.cfg.workload.concurrency)
-        wanted = [point_path(self.run_dir, self.spec.label, "sweep", c) for c in self.cfg.workload.concurrency]
+        wanted = [point_path(self.run_dir, self.spec.label, "sweep", c) for c in sweep_levels(self.cfg, self.run_dir)]
         wanted += [
             point_path(self.run_dir, self.spec.label, "tune", target, f"seqs{s}") for s in self.spec.tune_max_num_seqs
         ]
@@ -216,7 +216,7 @@ class EngineRun:
         self.result.version = self.launcher.version(self.adapter, self.spec)
         try:
             self.launch(self.spec)
-            for c in self.cfg.workload.concurrency:
+            for c in sweep_levels(self.cfg, self.run_dir):
                 p = await self.measure(self.spec, c, "sweep")
                 if p is None:
                     return self.result

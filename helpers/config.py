@@ -160,6 +160,9 @@ class Workload(_Strict):
     output_tokens: PositiveInt = Field(default=32, description="Output length (tokens), enforced with ignore_eos.")
     shared_prefix_tokens: int = Field(default=0, ge=0, description="Tokens of a system prompt shared by all requests.")
     concurrency: list[PositiveInt] = Field(default=[1, 4, 16], min_length=1, description="Concurrency levels.")
+    profile_concurrency: bool = Field(
+        default=False, description="Also measure at the profile's concurrency p50/p95/p99 (step 1)."
+    )
     requests_per_point: PositiveInt = Field(default=40, description="Requests sent at each concurrency level.")
     requests_per_stream: PositiveInt | None = Field(
         default=None,

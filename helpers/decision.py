@@ -89,6 +89,9 @@ class EngineScore(_Model):
     sla: float
     total: float
     cost_value: float | None = Field(default=None, description="Monthly TCO or $/Mtok, lower is better.")
+    usd_per_mtok: float | None = Field(
+        default=None, description="$/M output tokens at the tuned point (breaks ties of equal TCO)."
+    )
     cost_basis: str = ""
     sla_share: float | None = None
 
@@ -286,6 +289,7 @@ def score_engines(
         elif dims["hardware"] == 0.0:
             why = f"{DISPLAY.get(fam, fam)} cannot run on the planned hardware ({cfg.hardware.vendors})"
         value = None if row is None or pd.isna(row[key]) else float(row[key])
+        usd = None if row is None or pd.isna(row["usd_per_mtok_output"]) else float(row["usd_per_mtok_output"])
         cost = round(best_cost / value, 2) if value and best_cost and row["meets_sla"] else 0.0
         sla = round(float(row["sla_share"]), 2) if row is not None and "sla_share" in row else 0.0
         total = round(sum(WEIGHTS[d] * v for d, v in dims.items()) + WEIGHTS["cost"] * cost + WEIGHTS["sla"] * sla, 3)
@@ -293,7 +297,7 @@ def score_engines(
             EngineScore(
                 label=label, engine=engine, family=fam, status=status, measured=row is not None,
                 eligible=not why, why_not=why, **dims, cost=cost, sla=sla, total=total,
-                cost_value=value, cost_basis=basis, sla_share=sla if row is not None else None,
+                cost_value=value, usd_per_mtok=usd, cost_basis=basis, sla_share=sla if row is not None else None,
             )
         )  # fmt: skip
     return out
@@ -302,13 +306,14 @@ def score_engines(
 def rank_candidates(scores: list[EngineScore], tree_family: str) -> list[EngineScore]:
     """Order eligible configurations best first.
 
-    Ties are broken by, in turn: the tree's family first, lower cost value, higher SLA share, label.
+    Ties are broken by, in turn: the tree's family first, lower cost value, lower $/M output tokens
+    (equal fleets at low traffic still differ in throughput), higher SLA share, label.
     """
     inf = float("inf")
     return sorted(
         (s for s in scores if s.eligible),
         key=lambda s: (-s.total, s.family != tree_family, s.cost_value if s.cost_value is not None else inf,
-                       -(s.sla_share or 0.0), s.label),
+                       s.usd_per_mtok if s.usd_per_mtok is not None else inf, -(s.sla_share or 0.0), s.label),
     )  # fmt: skip
 
 

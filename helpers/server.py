@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -27,8 +28,11 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def tail(path: Path, lines: int = 40) -> str:
-    """The last ``lines`` lines of a text file ('' if missing)."""
+    """The last ``lines`` lines of a text file ('' if missing), terminal colour codes removed."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -37,7 +41,7 @@ def tail(path: Path, lines: int = 40) -> str:
             data = f.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
-    return "\n".join(data.splitlines()[-lines:])
+    return "\n".join(_ANSI.sub("", line) for line in data.splitlines()[-lines:])
 
 
 @dataclass

@@ -7,6 +7,9 @@ report says so (``scale_note``).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from helpers.config import PlaybookConfig
 from helpers.prompts import RequestShape, fixed_shapes
 
@@ -36,16 +39,36 @@ def point_requests(cfg: PlaybookConfig, concurrency: int) -> int:
     return max(wl.requests_per_point, concurrency)
 
 
-def workload_shapes(cfg: PlaybookConfig) -> list[RequestShape]:
+def run_profile(cfg: PlaybookConfig, run_dir: Path | None = None):
+    """The workload profile: step 1's ``profile.json`` in the run folder when it exists, else computed."""
+    from helpers.profile import Profile, profile_from_config
+
+    saved = Path(run_dir) / "profile.json" if run_dir else None
+    if saved is not None and saved.is_file():
+        return Profile.model_validate(json.loads(saved.read_text(encoding="utf-8")))
+    return profile_from_config(cfg)
+
+
+def workload_shapes(cfg: PlaybookConfig, run_dir: Path | None = None) -> list[RequestShape]:
     """The shapes of one point's requests."""
     wl = cfg.workload
     n = request_count(cfg)
     if wl.source.kind == "synthetic":
         return fixed_shapes(n, wl.input_tokens, wl.output_tokens, wl.shared_prefix_tokens)
-    from helpers.profile import profile_from_config, shapes_from_profile
+    from helpers.profile_shapes import shapes_from_profile
 
     caps = (CPU_MAX_INPUT_TOKENS, CPU_MAX_OUTPUT_TOKENS) if (wl.cpu_scale_down and on_cpu(cfg)) else (None, None)
-    return shapes_from_profile(profile_from_config(cfg), n=n, seed=0, max_input=caps[0], max_output=caps[1])
+    return shapes_from_profile(run_profile(cfg, run_dir), n=n, seed=0, max_input=caps[0], max_output=caps[1])
+
+
+def sweep_levels(cfg: PlaybookConfig, run_dir: Path | None = None) -> list[int]:
+    """The concurrency levels of the sweep: the config's, plus the profile's p50/p95/p99 when asked."""
+    levels = set(cfg.workload.concurrency)
+    if cfg.workload.profile_concurrency:
+        from helpers.profile_shapes import concurrency_levels
+
+        levels |= set(concurrency_levels(run_profile(cfg, run_dir)))
+    return sorted(levels)
 
 
 def scale_note(cfg: PlaybookConfig) -> str | None:

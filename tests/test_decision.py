@@ -229,3 +229,14 @@ def test_cpu_engine_is_priced_with_the_assumed_cpu_price_and_warned():
     assert d.primary == VLLM and d.primary_family == "vllm"
     assert d.evidence[0]["priced_as"] == "cpu" and d.evidence[0]["price_per_hour"] == 0.1
     assert any("ASSUMED `cpu` price" in w for w in d.warnings)
+
+
+def test_equal_fleets_break_toward_the_lower_cost_per_token():
+    """At traffic one replica serves either way, equal TCO must not hide a 2x throughput difference."""
+    slow = scaled(results(VLLM)[0], 1.0, label="vllm-slow")
+    fast = scaled(results(VLLM)[0], 2.0, label="vllm-fast")
+    low = {"peak_requests_per_s": 0.01, "output_tokens_mean": 16, "concurrency_p99": 1}
+    d = decide([slow, fast], cfg(["vllm-slow", "vllm-fast"]), low)
+    by = {s.label: s for s in d.scores}
+    assert by["vllm-slow"].cost_value == by["vllm-fast"].cost_value  # same one-replica fleet
+    assert (d.primary, d.backup) == ("vllm-fast", "vllm-slow")

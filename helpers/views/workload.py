@@ -8,7 +8,7 @@ from helpers.notebook import Context, say, show_figure, show_table
 from helpers.profile import Profile, profile_from_config
 from helpers.profile_plots import plot_concurrency, plot_lengths, plot_prefix_reuse
 from helpers.profile_shapes import shapes_reuse_ratio
-from helpers.workload import scale_note, workload_shapes
+from helpers.workload import scale_note, sweep_levels, workload_shapes
 
 
 def profile(ctx: Context) -> Profile:
@@ -76,10 +76,11 @@ def show(ctx: Context, p: Profile) -> None:
     show_figure(plot_concurrency(p))
     if p.prefix_reuse_ratio is not None:
         show_figure(plot_prefix_reuse(p))
-    shapes = workload_shapes(cfg)
+    shapes = workload_shapes(cfg, ctx.run_dir)
     say(
-        f"The benchmark (step 5) replays {len(shapes)} requests per load level shaped by this workload; their "
-        f"prompts share {shapes_reuse_ratio(shapes):.3f} of their tokens as a common prefix.",
+        f"The benchmark (step 5) replays {len(shapes)} requests per load level shaped by this workload, at "
+        f"concurrency {', '.join(map(str, sweep_levels(cfg, ctx.run_dir)))}; their prompts share "
+        f"{shapes_reuse_ratio(shapes):.3f} of their tokens as a common prefix.",
         "note",
     )
     note = scale_note(cfg)

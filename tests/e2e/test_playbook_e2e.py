@@ -227,3 +227,22 @@ def test_rerun_with_the_same_id_resumes(run):
     assert len(again["points"]) == len(run.summary["points"])
     assert again["recommendation"]["primary"] == run.summary["recommendation"]["primary"]
     assert "1 run(s)" in (run.reports / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_second_run_of_the_same_workload_is_reviewed(run):
+    """Two archived runs of one workload at two configurations: the review names what changed."""
+    second = dict(CONFIG, engines=[engine(GOOD_ON, True)])
+    second["engines"][0]["knobs"]["max_num_seqs"] = 2
+    second["workload"] = dict(CONFIG["workload"], concurrency=[4])
+    path = run.config.with_name("e2e-second.yaml")
+    path.write_text(yaml.safe_dump(second, sort_keys=False), encoding="utf-8")
+    report = run_playbook(path, run_id="e2e-second", reports_dir=run.reports, log_output=False)
+    review = json.loads((run.reports / "e2e-second" / "review.json").read_text(encoding="utf-8"))
+    said = " ".join(review["flags"] + review["notes"])
+    assert "No earlier run" not in said
+    assert GOOD_OFF in said, said  # the configuration measured before and not now is named
+    html = report.read_text(encoding="utf-8")
+    assert 'id="step-11"' in html and "No earlier run" not in html
+    assert "2 run(s)" in (run.reports / "index.html").read_text(encoding="utf-8")
+    first = json.loads((run.dir / "review.json").read_text(encoding="utf-8"))
+    assert any("No earlier run" in n for n in first["notes"])  # the first run had no history, and said so
