@@ -107,23 +107,26 @@ def _prefix(results: list[EngineResult]) -> Measured | None:
     return None
 
 
-@claim("vLLM cold start", "62 s (seed 003 §4.3, 70B on H100)")
-def _cold_vllm(results: list[EngineResult]) -> Measured | None:
-    rs = [r for r in results if _family(r) == "vllm" and r.cold_start_s]
-    if not rs:
-        return None
-    return Measured(", ".join(f"{r.label}: {r.cold_start_s:.0f} s" for r in rs), "launch → first completed request")
+def _cold_start(family: str) -> Check:
+    """A check reading the measured cold starts of one engine family."""
+
+    def check(results: list[EngineResult]) -> Measured | None:
+        rs = [r for r in results if _family(r) == family and r.cold_start_s]
+        if not rs:
+            return None
+        return Measured(", ".join(f"{r.label}: {r.cold_start_s:.0f} s" for r in rs), "launch → first completed request")
+
+    return check
 
 
-@claim("SGLang cold start", "not given by the seeds")
-def _cold_sglang(results: list[EngineResult]) -> Measured | None:
-    rs = [r for r in results if _family(r) == "sglang" and r.cold_start_s]
-    if not rs:
-        return None
-    return Measured(", ".join(f"{r.label}: {r.cold_start_s:.0f} s" for r in rs), "launch → first completed request")
+claim("vLLM cold start", "62 s (seed 003 §4.3, 70B on H100)")(_cold_start("vllm"))
+claim("SGLang cold start", "not given by the seeds")(_cold_start("sglang"))
+claim("TensorRT-LLM cold start", "28 min first engine build; ~90 s PyTorch backend (seed 003 §4.3)")(
+    _cold_start("trtllm")
+)
 
 
-@claim("vLLM throughput, 70B FP8, one GPU", "~12,500 tok/s (seed 000 §5.2, H100)")
+@claim("vLLM total throughput at the highest concurrency", "~12,500 tok/s (seed 000 §5.2: 70B FP8, one H100)")
 def _vllm_abs(results: list[EngineResult]) -> Measured | None:
     rs = _ok(results, "vllm")
     if not rs:
@@ -132,7 +135,7 @@ def _vllm_abs(results: list[EngineResult]) -> Measured | None:
     c = max(sw)
     return Measured(
         f"{sw[c].total_tok_s:,.0f} total tok/s",
-        f"{rs[0].label} at concurrency {c} (this run's model and GPU){_cut_note(sw[c])}",
+        f"{rs[0].label} at concurrency {c}, on this run's model and GPU (compare like with like){_cut_note(sw[c])}",
     )
 
 

@@ -58,6 +58,8 @@ def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, log_output: b
         )
     except pm.PapermillExecutionError as err:
         return f"{nb.name}: {err.ename}: {err.evalue}".splitlines()[0][:500]
+    except Exception as err:  # a dead kernel or a timeout: the next notebooks still run
+        return f"{nb.name}: {type(err).__name__}: {err}".splitlines()[0][:500]
     return None
 
 

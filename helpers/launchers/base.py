@@ -53,3 +53,7 @@ class Launcher:
     def version(self, adapter: EngineAdapter, spec: EngineSpec) -> str | None:
         """The engine's version as this launcher can read it, or None."""
         return None
+
+    def readiness(self, adapter: EngineAdapter, spec: EngineSpec) -> tuple[str, str | None, str]:
+        """Whether the engine can run with this launcher here: (status, version, detail)."""
+        raise NotImplementedError

@@ -56,3 +56,14 @@ class DockerLauncher(Launcher):
             return subprocess.run(["docker", "info"], capture_output=True, timeout=20, check=False).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             return False
+
+    def readiness(self, adapter: EngineAdapter, spec: EngineSpec) -> tuple[str, str | None, str]:
+        """Ready when the image is present locally."""
+        image = spec.launcher.image or adapter.default_image or ""
+        try:
+            r = subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return "missing", None, f"docker not usable here: {err}"
+        if r.returncode != 0:
+            return "missing", None, f"image {image} not present (or no Docker engine running)"
+        return "ready", self.version(adapter, spec), image

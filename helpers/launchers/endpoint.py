@@ -36,6 +36,19 @@ class EndpointLauncher(Launcher):
         """Nothing to run."""
         return [], {}
 
+    def readiness(self, adapter: EngineAdapter, spec: EngineSpec) -> tuple[str, str | None, str]:
+        """Ready when the server's health path answers 200."""
+        import httpx
+
+        url = (spec.launcher.url or "").rstrip("/") + adapter.health_path
+        key = api_key(spec.launcher)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        try:
+            r = httpx.get(url, headers=headers, timeout=10)
+        except httpx.HTTPError as err:
+            return "unreachable", None, f"{url}: {type(err).__name__}"
+        return ("ready" if r.status_code == 200 else "unreachable"), None, f"{url}: HTTP {r.status_code}"
+
     def start(
         self,
         adapter: EngineAdapter,

@@ -74,6 +74,17 @@ class PythonLauncher(Launcher):
         return lines[-1] if out.returncode == 0 and lines else None
 
 
+    def readiness(self, adapter: EngineAdapter, spec: EngineSpec) -> tuple[str, str | None, str]:
+        """Ready when the interpreter exists and can import the engine package."""
+        py = interpreter(spec.launcher)
+        if not py.exists():
+            return "missing", None, f"interpreter {py} does not exist"
+        version = self.version(adapter, spec)
+        if version is None:
+            return "missing", None, f"{py} cannot import the engine package"
+        return "ready", version, str(py)
+
+
 def _options_file_args(adapter: EngineAdapter, spec: EngineSpec, run_dir: Path) -> list[str]:
     """Write the adapter's launch options (if it has any) as YAML into the run folder and point at the file."""
     opts = adapter.launch_options(spec)
