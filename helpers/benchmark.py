@@ -200,10 +200,12 @@ class EngineRun:
         prev = load_engine_result(self.run_dir, self.spec.label)
         if prev is None or prev.status != "ok":
             return None
-        target = self.cfg.workload.target_concurrency or max(self.cfg.workload.concurrency)
+        target = target_concurrency(self.cfg)
         wanted = [point_path(self.run_dir, self.spec.label, "sweep", c) for c in sweep_levels(self.cfg, self.run_dir)]
         wanted += [
-            point_path(self.run_dir, self.spec.label, "tune", target, f"seqs{s}") for s in self.spec.tune_max_num_seqs
+            point_path(self.run_dir, self.spec.label, "tune", target, f"seqs{s}")
+            for s in self.spec.tune_max_num_seqs
+            if s != self.spec.knobs.max_num_seqs  # that one is the sweep's own point
         ]
         return prev if all(p.is_file() for p in wanted) else None
 
@@ -234,10 +236,17 @@ class EngineRun:
         return self.result
 
     async def tune(self) -> None:
-        """Try each batch size at the target concurrency; keep the best throughput within the SLA."""
-        target = self.cfg.workload.target_concurrency or max(self.cfg.workload.concurrency)
-        tried: list[Point] = []
+        """Try each batch size at the target concurrency; keep the best throughput within the SLA.
+
+        The sweep's point at the target concurrency (the configured batch size) is a candidate too,
+        so a value already measured there is not launched again.
+        """
+        target = target_concurrency(self.cfg)
+        base = next((p for p in self.result.points if p.phase == "sweep" and p.concurrency == target), None)
+        tried: list[Point] = [base] if base is not None else []
         for seqs in self.spec.tune_max_num_seqs:
+            if base is not None and seqs == self.spec.knobs.max_num_seqs:
+                continue
             spec = self.spec.model_copy(deep=True)
             spec.knobs.max_num_seqs = seqs
             try:
@@ -257,15 +266,26 @@ class EngineRun:
             self.result.tuned_knobs = dict(best.knobs)
 
 
+def target_concurrency(cfg: PlaybookConfig) -> int:
+    """The concurrency the SLA tuning and the comparison target."""
+    return cfg.workload.target_concurrency or max(cfg.workload.concurrency)
+
+
+def tuning_candidates(result: EngineResult, target: int) -> list[Point]:
+    """The points tuning chose among: the tune points and the sweep point at the target concurrency."""
+    return [p for p in result.points if p.phase == "tune" or (p.phase == "sweep" and p.concurrency == target)]
+
+
 def tuned_point(result: EngineResult, target: int | None = None) -> Point | None:
     """The point that represents an engine in comparisons.
 
-    Its best tuned point within the SLA, else the sweep point at the target concurrency, else the
-    best SLA-meeting sweep point.
+    When tuning ran and found a configuration within the SLA, its point at the target concurrency;
+    else the sweep point at the target concurrency, else the best SLA-meeting sweep point.
     """
-    tuned = [p for p in result.points if p.phase == "tune" and p.sla_met]
-    if tuned:
-        return max(tuned, key=lambda p: p.output_tok_s)
+    if result.tuned_knobs is not None and target is not None:
+        chosen = [p for p in tuning_candidates(result, target) if p.knobs == result.tuned_knobs]
+        if chosen:
+            return max(chosen, key=lambda p: p.output_tok_s)
     sweep = [p for p in result.points if p.phase == "sweep"]
     if target is not None:
         at = [p for p in sweep if p.concurrency == target]

@@ -48,10 +48,12 @@ def ttft_vs_concurrency(results: list[EngineResult], sla_ms: float) -> Figure:
     return fig
 
 
-def tuning_curve(result: EngineResult, sla_ms: float) -> Figure | None:
-    """Throughput and TTFT p95 for each batch size tried at the target concurrency."""
-    pts = sorted((p for p in result.points if p.phase == "tune"), key=lambda p: p.knobs.get("max_num_seqs") or 0)
-    if not pts:
+def tuning_curve(result: EngineResult, sla_ms: float, target: int) -> Figure | None:
+    """Throughput and TTFT p95 for each batch size tried at the target concurrency (None if none was)."""
+    from helpers.benchmark import tuning_candidates
+
+    pts = sorted(tuning_candidates(result, target), key=lambda p: p.knobs.get("max_num_seqs") or 0)
+    if not any(p.phase == "tune" for p in pts):
         return None
     fig, ax = plt.subplots(figsize=(6, 3.5))
     xs = [p.knobs.get("max_num_seqs") for p in pts]

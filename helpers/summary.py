@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import __version__
-from helpers.benchmark import points_table, tuned_point
+from helpers.benchmark import points_table, target_concurrency, tuned_point
 from helpers.config import PlaybookConfig, public_dict
 from helpers.results import load_engine_results, write_json_atomic
 from helpers.secrets import known_secrets, redact_data
@@ -35,7 +35,7 @@ def build_summary(run_dir: Path, cfg: PlaybookConfig) -> dict[str, Any]:
     """Gather the run's artifacts into one JSON-ready dict."""
     run_dir = Path(run_dir)
     results = load_engine_results(run_dir)
-    target = cfg.workload.target_concurrency
+    target = target_concurrency(cfg)
     engines = []
     for r in results:
         rep = tuned_point(r, target)

@@ -73,7 +73,6 @@ class PythonLauncher(Launcher):
         lines = out.stdout.strip().splitlines()
         return lines[-1] if out.returncode == 0 and lines else None
 
-
     def readiness(self, adapter: EngineAdapter, spec: EngineSpec) -> tuple[str, str | None, str]:
         """Ready when the interpreter exists and can import the engine package."""
         py = interpreter(spec.launcher)

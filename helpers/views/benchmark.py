@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from helpers import plots
-from helpers.benchmark import points_table, run_benchmarks, tuned_point
+from helpers.benchmark import points_table, run_benchmarks, target_concurrency, tuned_point
 from helpers.claims import claims_table
 from helpers.config import PlaybookConfig
 from helpers.gpu_specs import GpuSpec, gpu_spec
@@ -120,11 +120,11 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     show_figure(plots.throughput_vs_concurrency(results))
     show_figure(plots.ttft_vs_concurrency(results, ctx.cfg.sla.ttft_p95_ms))
     for r in results:
-        fig = plots.tuning_curve(r, ctx.cfg.sla.ttft_p95_ms)
+        fig = plots.tuning_curve(r, ctx.cfg.sla.ttft_p95_ms, target_concurrency(ctx.cfg))
         if fig is not None:
             show_figure(fig)
     show_table(claims_table(results), "The seeds' claims beside this run's measurements")
-    target = ctx.cfg.workload.target_concurrency
+    target = target_concurrency(ctx.cfg)
     rep = [(r.label, tuned_point(r, target)) for r in results]
     rows = [
         {
