@@ -20,23 +20,25 @@ from helpers.config import EngineSpec, PlaybookConfig
 from helpers.engines import get_engine
 from helpers.errors import EngineError
 from helpers.launchers import LAUNCHERS
-from helpers.loadgen import LoadResult, run_point
+from helpers.loadgen import LoadResult, run_point, run_replay
 from helpers.metrics import MetricsSampler
 from helpers.prompts import RequestShape, write_dataset
 from helpers.results import (
     EngineResult,
     Point,
+    label_slug,
     load_engine_result,
     load_point,
     point_path,
     save_engine_result,
     save_point,
+    write_json_atomic,
 )
 from helpers.roofline import point_bound, ratio_text
 from helpers.secrets import known_secrets, redact
 from helpers.server import ServerHandle, free_port
 from helpers.telemetry import GpuSampler, local_gpu_spec
-from helpers.workload import point_requests, sweep_levels, workload_shapes
+from helpers.workload import point_requests, sweep_levels, workload_shapes, write_replay_trace
 
 LOG_TAIL_LINES = 30
 Progress = Callable[[str], None]
@@ -110,9 +112,7 @@ class EngineRun:
 
     def log_path(self, tag: str = "") -> Path:
         """The engine's log file in the run folder."""
-        from helpers.results import _slug
-
-        return self.run_dir / "logs" / f"{_slug(self.spec.label)}{('-' + _slug(tag)) if tag else ''}.log"
+        return self.run_dir / "logs" / f"{label_slug(self.spec.label)}{('-' + label_slug(tag)) if tag else ''}.log"
 
     def fail(self, reason: str, status: str = "failed") -> None:
         """Record why this engine stopped, with its log tail (secrets redacted)."""
@@ -195,6 +195,46 @@ class EngineRun:
         )
         return point
 
+    async def measure_replay(self) -> Point | None:
+        """Replay the trace's own arrivals (guidellm's replay profile); None if the engine died."""
+        assert self.handle is not None and self.cfg.workload.replay is not None
+        path = point_path(self.run_dir, self.spec.label, "replay", 0)
+        stored = load_point(path)
+        if stored is not None:
+            return stored
+        rows = Path(self.run_dir) / "data" / "replay-trace.jsonl"
+        if not rows.is_file():
+            write_replay_trace(self.cfg, rows)
+        server = MetricsSampler(
+            self.handle.base_url + self.adapter.metrics_path, self.adapter.metrics, headers=self.handle.headers
+        ).start()
+        gpu = GpuSampler().start()
+        try:
+            res = await run_replay(
+                self.handle.base_url,
+                self.adapter.served_model_name(self.cfg.model),
+                self.cfg.model.directory,
+                rows,
+                time_scale=self.cfg.workload.replay.time_scale,
+                max_seconds=self.cfg.workload.max_seconds_per_point,
+                api_key=self.handle.api_key,
+            )
+        finally:
+            server_stats, gpu_stats = server.stop(), gpu.stop()
+        if not self.handle.alive():
+            self.fail(f"{self.handle.exit_reason()} during the trace replay", "partial")
+            return None
+        knobs = self.spec.knobs.model_dump(exclude_defaults=True)
+        point = _point_from(self.spec, self.cfg, 0, "replay", res, knobs)
+        point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
+        point.server, point.gpu = server_stats, gpu_stats
+        write_json_atomic(path, point.model_dump(mode="json"))
+        self.say(
+            f"{self.spec.label}: trace replay {point.output_tok_s:,.0f} out tok/s, "
+            f"TTFT p95 {point.ttft_ms_p95 or 0:,.0f} ms"
+        )
+        return point
+
     def _stored(self) -> EngineResult | None:
         """The stored result of an earlier, complete attempt in this run folder (resume), if any."""
         prev = load_engine_result(self.run_dir, self.spec.label)
@@ -202,6 +242,8 @@ class EngineRun:
             return None
         target = target_concurrency(self.cfg)
         wanted = [point_path(self.run_dir, self.spec.label, "sweep", c) for c in sweep_levels(self.cfg, self.run_dir)]
+        if self.cfg.workload.replay is not None:
+            wanted.append(point_path(self.run_dir, self.spec.label, "replay", 0))
         wanted += [
             point_path(self.run_dir, self.spec.label, "tune", target, f"seqs{s}")
             for s in self.spec.tune_max_num_seqs
@@ -220,6 +262,11 @@ class EngineRun:
             self.launch(self.spec)
             for c in sweep_levels(self.cfg, self.run_dir):
                 p = await self.measure(self.spec, c, "sweep")
+                if p is None:
+                    return self.result
+                self.result.points.append(p)
+            if self.cfg.workload.replay is not None:
+                p = await self.measure_replay()
                 if p is None:
                     return self.result
                 self.result.points.append(p)

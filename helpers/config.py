@@ -152,6 +152,16 @@ class TraceSource(_Strict):
         return self
 
 
+class Replay(_Strict):
+    """A direct replay of the trace's own arrivals (timestamps), driven by guidellm's replay profile."""
+
+    requests: PositiveInt = Field(default=100, description="Requests of the trace replayed, from start_s on.")
+    start_s: float = Field(default=0.0, ge=0, description="Where in the trace the replayed window starts (s).")
+    time_scale: float = Field(
+        default=1.0, gt=0, description="Scale of the gaps between arrivals: 0.5 replays twice as fast."
+    )
+
+
 class Workload(_Strict):
     """The load to benchmark with."""
 
@@ -162,6 +172,9 @@ class Workload(_Strict):
     concurrency: list[PositiveInt] = Field(default=[1, 4, 16], min_length=1, description="Concurrency levels.")
     profile_concurrency: bool = Field(
         default=False, description="Also measure at the profile's concurrency p50/p95/p99 (step 1)."
+    )
+    replay: Replay | None = Field(
+        default=None, description="Also replay the trace's own arrival times (needs source.kind: trace)."
     )
     requests_per_point: PositiveInt = Field(default=40, description="Requests sent at each concurrency level.")
     requests_per_stream: PositiveInt | None = Field(
@@ -186,6 +199,12 @@ class Workload(_Strict):
     @classmethod
     def _sorted_unique(cls, v: list[int]) -> list[int]:
         return sorted(set(v))
+
+    @model_validator(mode="after")
+    def _replay_needs_trace(self) -> Workload:
+        if self.replay is not None and self.source.kind != "trace":
+            raise ValueError("workload.replay needs workload.source.kind: trace (a trace to replay)")
+        return self
 
 
 class SLA(_Strict):

@@ -31,6 +31,7 @@ class LoadResult:
     ttft_values_ms: list[float] = field(default_factory=list)  # per successful request
     first_error: str | None = None
     incomplete: int = 0  # in flight when the point's time cap ended it (not failures)
+    concurrency_mean: float | None = None  # requests in flight, time-averaged (replays)
 
 
 def _configure_guidellm() -> None:
@@ -101,7 +102,60 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
         e2e_ms={k: (v * 1000 if (v := _stat(m, "request_latency", k)) is not None else None) for k in ("p50", "p95")},
         ttft_values_ms=ttfts,
         first_error=first_error,
+        concurrency_mean=_stat(m, "request_concurrency", "mean"),
     )
+
+
+async def _run(spec: dict[str, Any]) -> LoadResult:
+    """Run one guidellm benchmark described by ``spec`` and summarise it."""
+    _configure_guidellm()
+    from guidellm.benchmark.entrypoints import benchmark_generative_text
+    from guidellm.schemas.benchmark import BenchmarkScenario
+    from guidellm.utils.typing import BLANK
+
+    args = BenchmarkScenario.create(spec=spec, benchmarks=BLANK, metadata={"labels": {}}, scenario=None)
+    report, _ = await benchmark_generative_text(args=args, progress=False, console=None)
+    if not report.benchmarks:
+        raise RuntimeError("guidellm produced no benchmark for this point")
+    return summarize(report.benchmarks[-1])
+
+
+async def run_replay(
+    base_url: str,
+    served_model: str,
+    tokenizer_dir: Path,
+    trace_rows: Path,
+    time_scale: float,
+    max_seconds: float,
+    api_key: str | None = None,
+    request_timeout_s: float = 600.0,
+) -> LoadResult:
+    """Replay a trace's arrivals (JSONL: timestamp s, input_length, output_length) with guidellm.
+
+    guidellm's replay profile sends each request at its (scaled) timestamp; its trace reader makes a
+    prompt of each row's length from English text, which the playbook's tokenizers count exactly.
+    """
+    rows = sum(1 for line in open(trace_rows, encoding="utf-8") if line.strip())
+    spec = {
+        "backend": _backend_spec(base_url, served_model, api_key, request_timeout_s),
+        "tokenizer": {"kind": "hf_auto", "model": str(tokenizer_dir)},
+        "data": [
+            {
+                "kind": "trace_synthetic",
+                "source": {"kind": "json_file", "path": str(trace_rows)},
+                "timestamp_column": "timestamp",
+                "prompt_tokens_column": "input_length",
+                "output_tokens_column": "output_length",
+            }
+        ],
+        "profile": {"kind": "replay", "time_scale": time_scale},
+        "constraints": [
+            {"kind": "max_requests", "count": rows},
+            {"kind": "max_duration", "seconds": max_seconds},
+        ],
+        "outputs": [],
+    }
+    return await _run(spec)
 
 
 async def run_point(
@@ -116,11 +170,6 @@ async def run_point(
     request_timeout_s: float = 600.0,
 ) -> LoadResult:
     """Drive ``max_requests`` requests from ``dataset`` at ``concurrency`` streams; await inside Jupyter."""
-    _configure_guidellm()
-    from guidellm.benchmark.entrypoints import benchmark_generative_text
-    from guidellm.schemas.benchmark import BenchmarkScenario
-    from guidellm.utils.typing import BLANK
-
     spec = {
         "backend": _backend_spec(base_url, served_model, api_key, request_timeout_s),
         "tokenizer": {"kind": "hf_auto", "model": str(tokenizer_dir)},
@@ -132,8 +181,4 @@ async def run_point(
         ],
         "outputs": [],
     }
-    args = BenchmarkScenario.create(spec=spec, benchmarks=BLANK, metadata={"labels": {}}, scenario=None)
-    report, _ = await benchmark_generative_text(args=args, progress=False, console=None)
-    if not report.benchmarks:
-        raise RuntimeError("guidellm produced no benchmark for this point")
-    return summarize(report.benchmarks[-1])
+    return await _run(spec)

@@ -2,7 +2,10 @@
 
 Engines serve these with ``--load-format dummy`` (random weights): speed depends on shapes, not on
 weight values. The tokenizer maps each word ``w<i>`` to token id ``i``, so a prompt of exactly N
-tokens is N such words separated by spaces (see ``helpers.prompts``).
+tokens is N such words separated by spaces (see ``helpers.prompts``). The top of the vocabulary
+holds English words and punctuation (lower-cased), so that English text — guidellm's synthetic and
+trace-replay prompts — also becomes distinct tokens rather than unknown ones.
+``playbook_tokenizer.json`` records which ids are ``w<i>`` words.
 """
 
 from __future__ import annotations
@@ -12,6 +15,16 @@ from pathlib import Path
 from typing import Any
 
 FIRST_WORD_ID = 3  # ids 0-2 are <unk>, <s>, </s>
+WORD_RANGE_FILE = "playbook_tokenizer.json"
+PUNCTUATION = [".", ",", "?", "!", ";", ":", "'", '"', "-", "(", ")"]
+
+
+def english_words() -> list[str]:
+    """The English word list guidellm's synthetic text (Faker, en_US) draws from, lower-cased."""
+    from faker.providers.lorem.en_US import Provider
+
+    return sorted({w.lower() for w in Provider.word_list})
+
 
 _LLAMA_BASE: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"],
@@ -90,7 +103,7 @@ def llama_config(preset: str) -> dict[str, Any]:
 
 def write_model_folder(out: str | Path, preset: str) -> Path:
     """Write ``config.json`` and a word-level tokenizer for ``preset`` into ``out``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -98,11 +111,14 @@ def write_model_folder(out: str | Path, preset: str) -> Path:
     vocab_size = cfg["vocab_size"]
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
 
+    extra = english_words() + PUNCTUATION
+    words_end = vocab_size - len(extra)  # ids [FIRST_WORD_ID, words_end) are w<i> words
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
-    vocab.update({f"w{i}": i for i in range(FIRST_WORD_ID, vocab_size)})
+    vocab.update({f"w{i}": i for i in range(FIRST_WORD_ID, words_end)})
+    vocab.update({w: words_end + k for k, w in enumerate(extra)})
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.decoder = decoders.Replace("w", " w")  # keep decoded words apart
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()  # words and punctuation apart; decode joins with spaces
     tok.add_special_tokens(["<unk>", "<s>", "</s>"])
     tok.save(str(out / "tokenizer.json"))
     tcfg = {
@@ -120,6 +136,8 @@ def write_model_folder(out: str | Path, preset: str) -> Path:
     (out / "special_tokens_map.json").write_text(json.dumps(special, indent=2) + "\n", encoding="utf-8")
     gen = {"bos_token_id": 1, "eos_token_id": 2}
     (out / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n", encoding="utf-8")
+    ranges = {"word_ids": [FIRST_WORD_ID, words_end], "english_ids": [words_end, vocab_size]}
+    (out / WORD_RANGE_FILE).write_text(json.dumps(ranges, indent=2) + "\n", encoding="utf-8")
     return out
 
 

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.model_folder import FIRST_WORD_ID
+from helpers.model_folder import FIRST_WORD_ID, WORD_RANGE_FILE
 
 
 @dataclass(frozen=True)
@@ -25,18 +25,23 @@ class RequestShape:
     prefix_group: int = 0  # requests of the same group share the same prefix words
 
 
-def vocab_size(model_dir: Path) -> int:
-    """The tokenizer's vocabulary size, read from the model's ``config.json``."""
-    return int(json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))["vocab_size"])
+def word_id_range(model_dir: Path) -> tuple[int, int]:
+    """The ids ``[first, end)`` that are ``w<i>`` words in the model's tokenizer."""
+    ranges = Path(model_dir) / WORD_RANGE_FILE
+    if ranges.is_file():
+        first, end = json.loads(ranges.read_text(encoding="utf-8"))["word_ids"]
+        return int(first), int(end)
+    vocab = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))["vocab_size"]
+    return FIRST_WORD_ID, int(vocab)
 
 
-def _words(rng: random.Random, n: int, vocab: int) -> list[str]:
-    return [f"w{rng.randrange(FIRST_WORD_ID, vocab)}" for _ in range(n)]
+def _words(rng: random.Random, n: int, ids: tuple[int, int]) -> list[str]:
+    return [f"w{rng.randrange(*ids)}" for _ in range(n)]
 
 
 def make_prompts(shapes: list[RequestShape], model_dir: Path, seed: int = 0) -> list[dict]:
     """One dataset row per shape: ``prompt`` of exactly ``input_tokens`` words and ``output_tokens_count``."""
-    vocab = vocab_size(model_dir)
+    vocab = word_id_range(model_dir)
     rng = random.Random(seed)
     prefixes: dict[tuple[int, int], list[str]] = {}
     rows = []

@@ -53,7 +53,9 @@ class Point(_Record):
     label: str = Field(description="Engine configuration label (from the config).")
     engine: str = Field(description="Engine adapter name.")
     concurrency: int
-    phase: Literal["sweep", "tune"] = Field(default="sweep", description="Concurrency sweep or SLA tuning.")
+    phase: Literal["sweep", "tune", "replay"] = Field(
+        default="sweep", description="Concurrency sweep, SLA tuning, or a replay of the trace's arrivals."
+    )
     knobs: dict[str, Any] = Field(default_factory=dict, description="Knob values in force for this point.")
     requests: int = Field(description="Requests that completed.")
     errors: int = Field(default=0, description="Requests that failed.")
@@ -95,16 +97,16 @@ class EngineResult(_Record):
     points: list[Point] = Field(default_factory=list)
 
 
-def _slug(text: str) -> str:
-    """A filesystem-safe form of a label."""
+def label_slug(text: str) -> str:
+    """A filesystem-safe form of an engine label (case kept, so distinct labels stay distinct)."""
     keep = [c if c.isalnum() or c in "-_." else "-" for c in text]
     return "".join(keep).strip("-") or "x"
 
 
 def point_path(run_dir: Path, label: str, phase: str, concurrency: int, knob_tag: str = "") -> Path:
     """Where one point is stored in the run folder."""
-    tag = f"-{_slug(knob_tag)}" if knob_tag else ""
-    return Path(run_dir) / "points" / _slug(label) / f"{phase}{tag}-c{concurrency:04d}.json"
+    tag = f"-{label_slug(knob_tag)}" if knob_tag else ""
+    return Path(run_dir) / "points" / label_slug(label) / f"{phase}{tag}-c{concurrency:04d}.json"
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -132,14 +134,14 @@ def load_point(path: Path) -> Point | None:
 
 def save_engine_result(run_dir: Path, result: EngineResult) -> Path:
     """Persist an engine's result (status, reason, points) to ``engines/<label>.json``."""
-    p = Path(run_dir) / "engines" / f"{_slug(result.label)}.json"
+    p = Path(run_dir) / "engines" / f"{label_slug(result.label)}.json"
     write_json_atomic(p, result.model_dump(mode="json"))
     return p
 
 
 def load_engine_result(run_dir: Path, label: str) -> EngineResult | None:
     """The stored result of one engine configuration, or None if missing or unreadable."""
-    p = Path(run_dir) / "engines" / f"{_slug(label)}.json"
+    p = Path(run_dir) / "engines" / f"{label_slug(label)}.json"
     try:
         return EngineResult.model_validate_json(p.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -61,6 +61,38 @@ def workload_shapes(cfg: PlaybookConfig, run_dir: Path | None = None) -> list[Re
     return shapes_from_profile(run_profile(cfg, run_dir), n=n, seed=0, max_input=caps[0], max_output=caps[1])
 
 
+def write_replay_trace(cfg: PlaybookConfig, path: Path) -> Path:
+    """Write the replayed window of the trace as guidellm trace rows (timestamp s, input/output length).
+
+    Lengths are capped like the sweep's shapes when the engines run on the CPU.
+    """
+    from helpers.paths import resolve_repo_path
+    from helpers.traces import load_trace
+
+    wl, src = cfg.workload, cfg.workload.source
+    rp = wl.replay
+    assert rp is not None and src.path is not None
+    trace = load_trace(
+        resolve_repo_path(src.path), src.format, model_dir=cfg.model.directory, block_size=src.block_size
+    )
+    df = trace.requests
+    df = df[df["start_s"] >= rp.start_s].head(rp.requests)
+    cap_in, cap_out = (
+        (CPU_MAX_INPUT_TOKENS, CPU_MAX_OUTPUT_TOKENS) if (wl.cpu_scale_down and on_cpu(cfg)) else (None, None)
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t0 = float(df["start_s"].iloc[0]) if len(df) else 0.0
+    with open(path, "w", encoding="utf-8") as f:
+        for start, n_in, n_out in zip(df["start_s"], df["input_tokens"], df["output_tokens"], strict=True):
+            row = {
+                "timestamp": round(float(start) - t0, 6),
+                "input_length": int(min(n_in, cap_in) if cap_in else n_in),
+                "output_length": max(1, int(min(n_out, cap_out) if cap_out else n_out)),
+            }
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
 def sweep_levels(cfg: PlaybookConfig, run_dir: Path | None = None) -> list[int]:
     """The concurrency levels of the sweep: the config's, plus the profile's p50/p95/p99 when asked."""
     levels = set(cfg.workload.concurrency)

@@ -91,9 +91,9 @@ def _options_file_args(adapter: EngineAdapter, spec: EngineSpec, run_dir: Path) 
         return []
     import yaml
 
-    from helpers.results import _slug
+    from helpers.results import label_slug
 
-    path = Path(run_dir) / "launch" / f"{_slug(spec.label)}-extra-options.yaml"
+    path = Path(run_dir) / "launch" / f"{label_slug(spec.label)}-extra-options.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(opts, sort_keys=True), encoding="utf-8")
     return [adapter.options_flag, str(path)]

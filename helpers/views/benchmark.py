@@ -105,6 +105,15 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
         not_yet("no benchmark point was measured (see the reasons above)")
         return
     show_table(df, "Measured points (client side: guidellm; server side: /metrics; GPU: NVML)")
+    rp = ctx.cfg.workload.replay
+    for r in results:
+        for p in (p for p in r.points if p.phase == "replay"):
+            say(
+                f"{r.label}: trace replay of {p.requests} requests at their own arrival times (time scale "
+                f"{rp.time_scale if rp else 1:g}): {p.output_tok_s:,.0f} output tok/s, TTFT p95 "
+                f"{p.ttft_ms_p95 or 0:,.0f} ms, {p.concurrency} request(s) in flight on average.",
+                "note",
+            )
     cut = [(r.label, p) for r in results for p in r.points if p.incomplete]
     for label, p in cut:
         say(
