@@ -10,7 +10,7 @@ a result row with the reason and its log tail, and the next engine still runs.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,9 @@ from helpers.metrics import MetricsSampler
 from helpers.prompts import RequestShape, write_dataset
 from helpers.results import (
     EngineResult,
+    GpuStats,
     Point,
+    ServerStats,
     label_slug,
     load_engine_result,
     load_point,
@@ -144,6 +146,21 @@ class EngineRun:
         if self.handle is not None:
             self.handle.stop()
 
+    async def _sampled(self, load: Awaitable[LoadResult], what: str) -> tuple[LoadResult, ServerStats, GpuStats] | None:
+        """Await one load while scraping ``/metrics`` and NVML; None (and a row) if the engine died."""
+        assert self.handle is not None
+        metrics_url = self.handle.base_url + self.adapter.metrics_path
+        server = MetricsSampler(metrics_url, self.adapter.metrics, headers=self.handle.headers).start()
+        gpu = GpuSampler().start()
+        try:
+            res = await load
+        finally:
+            server_stats, gpu_stats = server.stop(), gpu.stop()
+        if not self.handle.alive():
+            self.fail(f"{self.handle.exit_reason()} during {what}", "partial")
+            return None
+        return res, server_stats, gpu_stats
+
     async def measure(self, spec: EngineSpec, c: int, phase: str) -> Point | None:
         """One point at concurrency ``c``: guidellm load plus server and GPU sampling. None if the engine died."""
         assert self.handle is not None
@@ -155,25 +172,20 @@ class EngineRun:
             return stored
         wl = self.cfg.workload
         dataset = prepare_dataset(self.cfg, self.run_dir, f"{phase}{('-' + tag) if tag else ''}-c{c}")
-        metrics_url = self.handle.base_url + self.adapter.metrics_path
-        server = MetricsSampler(metrics_url, self.adapter.metrics, headers=self.handle.headers).start()
-        gpu = GpuSampler().start()
-        try:
-            res = await run_point(
-                self.handle.base_url,
-                self.adapter.served_model_name(self.cfg.model),
-                self.cfg.model.directory,
-                dataset,
-                concurrency=c,
-                max_requests=point_requests(self.cfg, c),
-                max_seconds=wl.max_seconds_per_point,
-                api_key=self.handle.api_key,
-            )
-        finally:
-            server_stats, gpu_stats = server.stop(), gpu.stop()
-        if not self.handle.alive():
-            self.fail(f"{self.handle.exit_reason()} during the point at concurrency {c}", "partial")
+        load = run_point(
+            self.handle.base_url,
+            self.adapter.served_model_name(self.cfg.model),
+            self.cfg.model.directory,
+            dataset,
+            concurrency=c,
+            max_requests=point_requests(self.cfg, c),
+            max_seconds=wl.max_seconds_per_point,
+            api_key=self.handle.api_key,
+        )
+        sampled = await self._sampled(load, f"the point at concurrency {c}")
+        if sampled is None:
             return None
+        res, server_stats, gpu_stats = sampled
         point = _point_from(spec, self.cfg, c, phase, res, knobs)
         point.server, point.gpu = server_stats, gpu_stats
         point.roofline = point_bound(
@@ -205,25 +217,19 @@ class EngineRun:
         rows = Path(self.run_dir) / "data" / "replay-trace.jsonl"
         if not rows.is_file():
             write_replay_trace(self.cfg, rows)
-        server = MetricsSampler(
-            self.handle.base_url + self.adapter.metrics_path, self.adapter.metrics, headers=self.handle.headers
-        ).start()
-        gpu = GpuSampler().start()
-        try:
-            res = await run_replay(
-                self.handle.base_url,
-                self.adapter.served_model_name(self.cfg.model),
-                self.cfg.model.directory,
-                rows,
-                time_scale=self.cfg.workload.replay.time_scale,
-                max_seconds=self.cfg.workload.max_seconds_per_point,
-                api_key=self.handle.api_key,
-            )
-        finally:
-            server_stats, gpu_stats = server.stop(), gpu.stop()
-        if not self.handle.alive():
-            self.fail(f"{self.handle.exit_reason()} during the trace replay", "partial")
+        load = run_replay(
+            self.handle.base_url,
+            self.adapter.served_model_name(self.cfg.model),
+            self.cfg.model.directory,
+            rows,
+            time_scale=self.cfg.workload.replay.time_scale,
+            max_seconds=self.cfg.workload.max_seconds_per_point,
+            api_key=self.handle.api_key,
+        )
+        sampled = await self._sampled(load, "the trace replay")
+        if sampled is None:
             return None
+        res, server_stats, gpu_stats = sampled
         knobs = self.spec.knobs.model_dump(exclude_defaults=True)
         point = _point_from(self.spec, self.cfg, 0, "replay", res, knobs)
         point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
