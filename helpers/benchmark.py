@@ -21,7 +21,7 @@ from helpers.engines import get_engine
 from helpers.errors import EngineError
 from helpers.launchers import LAUNCHERS
 from helpers.loadgen import LoadResult, run_point, run_replay
-from helpers.metrics import MetricsSampler
+from helpers.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.prompts import RequestShape, write_dataset
 from helpers.results import (
     EngineResult,
@@ -149,8 +149,10 @@ class EngineRun:
     async def _sampled(self, load: Awaitable[LoadResult], what: str) -> tuple[LoadResult, ServerStats, GpuStats] | None:
         """Await one load while scraping ``/metrics`` and NVML; None (and a row) if the engine died."""
         assert self.handle is not None
-        metrics_url = self.handle.base_url + self.adapter.metrics_path
-        server = MetricsSampler(metrics_url, self.adapter.metrics, headers=self.handle.headers).start()
+        path, page_format, names = self.adapter.sampling()
+        server = MetricsSampler(
+            self.handle.base_url + path, names, parse=PAGE_FORMATS[page_format], headers=self.handle.headers
+        ).start()
         gpu = GpuSampler().start()
         try:
             res = await load

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from helpers.errors import PlaybookError
@@ -59,14 +60,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``playbook`` console script."""
+    """Entry point of the ``playbook`` console script.
+
+    SIGTERM (``timeout``, a batch scheduler) stops it like Ctrl-C: papermill shuts the notebook's
+    kernel down, and the engines it started go with it; measured points stay in the run folder.
+    """
     args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)
     try:
         return args.func(args)
     except PlaybookError as err:
         print(f"playbook: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("playbook: stopped; points measured so far are kept (resume with --run-id)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

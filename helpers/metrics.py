@@ -3,13 +3,19 @@
 Pages are parsed with ``prometheus_client``'s parser. Each adapter names its series
 (``MetricNames``); the prefix-cache hit rate is the ratio of counter deltas over the point
 (hits ÷ queries), which works for vLLM's and SGLang's counters alike, and falls back to a
-hit-rate gauge only where an engine has no counters (TensorRT-LLM).
+hit-rate gauge only where an engine has no counters.
+
+TensorRT-LLM 1.2.1 puts its KV-cache and scheduler figures not on its Prometheus page but in the
+JSON iteration statistics that ``trtllm-serve`` returns at ``/metrics`` (``parse_trtllm_iterations``;
+the adapter's ``sample_*`` attributes select it). Page formats are registered in ``PAGE_FORMATS``.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
@@ -33,6 +39,43 @@ def parse_page(text: str) -> dict[str, float]:
     except (ValueError, TypeError, IndexError) as err:
         raise MetricsParseError(f"malformed metrics page: {err}") from None
     return out
+
+
+def parse_trtllm_iterations(text: str) -> dict[str, float]:
+    """TensorRT-LLM's JSON iteration statistics (``trtllm-serve`` ``/metrics``), flattened.
+
+    The page is a list of per-iteration records gathered since the previous request (empty while
+    the engine is idle); the latest record counts. Nested records become dotted names
+    (``kvCacheStats.usedNumBlocks``). Two names are derived: ``kvCacheStats.usedFraction`` (used ÷
+    max blocks) and ``kvCacheStats.lookedUpBlocks`` (reused + missed blocks, the hit rate's
+    denominator; both are totals since start, so their deltas over a point give its hit rate).
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise MetricsParseError(f"malformed metrics page: not JSON ({err})") from None
+    records = [data] if isinstance(data, dict) else data
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise MetricsParseError("malformed metrics page: expected a JSON list of iteration records")
+    if not records:
+        return {}
+    out: dict[str, float] = {}
+    for key, value in records[-1].items():
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for sub, v in items:
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                out[f"{key}.{sub}" if sub else key] = float(v)
+    used, total = out.get("kvCacheStats.usedNumBlocks"), out.get("kvCacheStats.maxNumBlocks")
+    if used is not None and total:
+        out["kvCacheStats.usedFraction"] = used / total
+    reused, missed = out.get("kvCacheStats.reusedBlocks"), out.get("kvCacheStats.missedBlocks")
+    if reused is not None and missed is not None:
+        out["kvCacheStats.lookedUpBlocks"] = reused + missed
+    return out
+
+
+PageParser = Callable[[str], dict[str, float]]
+PAGE_FORMATS: dict[str, PageParser] = {"prometheus": parse_page, "trtllm-iterations": parse_trtllm_iterations}
 
 
 @dataclass
@@ -70,16 +113,18 @@ def _max_mean(xs: list[float]) -> tuple[float | None, float | None]:
 
 
 def summarize(snaps: list[Snapshot], error: str | None = None) -> ServerStats:
-    """Normalised server statistics over a point from its first and last scrapes."""
+    """Normalised server statistics over a point from its first and last scrapes that had the series."""
     if not snaps:
         return ServerStats(error=error or "no metrics scraped")
-    first, last = snaps[0], snaps[-1]
+    counted = [s for s in snaps if s.hits is not None and s.queries is not None]
+    gauges = [s.hit_rate_gauge for s in snaps if s.hit_rate_gauge is not None]
     rate = None
-    if None not in (first.hits, last.hits, first.queries, last.queries):
+    if len(counted) >= 2:
+        first, last = counted[0], counted[-1]
         dq = last.queries - first.queries
         rate = (last.hits - first.hits) / dq if dq > 0 else None
-    elif last.hit_rate_gauge is not None:
-        rate = last.hit_rate_gauge
+    elif not counted and gauges:
+        rate = gauges[-1]
     kv = [s.kv_usage for s in snaps if s.kv_usage is not None]
     wq = [s.waiting for s in snaps if s.waiting is not None]
     rn = [s.running for s in snaps if s.running is not None]
@@ -106,6 +151,7 @@ class MetricsSampler:
     url: str
     names: MetricNames
     interval_s: float = 1.0
+    parse: PageParser = parse_page
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     snaps: list[Snapshot] = field(default_factory=list)
     error: str | None = None
@@ -117,7 +163,7 @@ class MetricsSampler:
         try:
             r = httpx.get(self.url, headers=self.headers, timeout=5.0)
             r.raise_for_status()
-            self.snaps.append(snapshot(parse_page(r.text), self.names))
+            self.snaps.append(snapshot(self.parse(r.text), self.names))
         except (httpx.HTTPError, MetricsParseError) as err:
             if self.error is None:
                 self.error = f"{self.url}: {err}"

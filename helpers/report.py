@@ -103,28 +103,30 @@ def merged_notebook(run_dir: Path) -> nbformat.NotebookNode:
     return merged
 
 
-def _template_dirs() -> list[str]:
-    """Our template folder, plus nbconvert's own templates when they sit beside the package.
+def _bundled_templates() -> Path | None:
+    """The folder of nbconvert's own templates when it sits beside the package, else None.
 
     That is the case when nbconvert was installed with ``pip --target`` (an offline bundle): its
     templates are then not on the Jupyter path.
     """
     import nbconvert
 
-    dirs = [str(TEMPLATES_DIR)]
     bundled = Path(nbconvert.__file__).resolve().parent.parent / "share" / "jupyter" / "nbconvert" / "templates"
-    if bundled.is_dir():
-        dirs.append(str(bundled))
-    return dirs
+    return bundled if bundled.is_dir() else None
 
 
 def render_html(nb: nbformat.NotebookNode) -> str:
     """Render a notebook to self-contained HTML with code hidden."""
     from nbconvert import HTMLExporter
 
+    bundled = _bundled_templates()
+    extra = [str(bundled)] if bundled else []
     exporter = HTMLExporter(
         template_name="playbook",
-        extra_template_basedirs=_template_dirs(),
+        # base dirs find each template's own files; the plain path resolves our explicit
+        # ``{% extends 'lab/index.html.j2' %}`` when nbconvert's templates are not on the Jupyter path
+        extra_template_basedirs=[str(TEMPLATES_DIR), *extra],
+        extra_template_paths=extra,
         exclude_input=True,
         exclude_input_prompt=True,
         exclude_output_prompt=True,

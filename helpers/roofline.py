@@ -45,6 +45,8 @@ def point_bound(
     ``weight_bytes_per_param`` None takes the checkpoint's own precision (FP8 linear layers with
     16-bit embeddings for an FP8 checkpoint); a number applies to every parameter. Prompt and output
     lengths are the point's measured means. ``tensor_parallel`` GPUs add their bandwidth and FLOP/s.
+    Prompt tokens the engine served from its prefix cache (the point's measured hit rate) cost no
+    prefill: only the rest is computed, attending over the whole prompt.
     Without a GPU spec (a CPU engine) the answer is ``{"available": False, "reason": ...}``.
     """
     if gpu is None:
@@ -64,7 +66,9 @@ def point_bound(
 
     p = count_parameters(s)
     matmul_params = p.linear + (p.lm_head or p.embedding)  # the embedding lookup is no matmul; a tied head is
-    prefill_flops = 2 * matmul_params * n_in + 2 * s.num_layers * n_in**2 * s.num_heads * s.head_dim
+    hit = min(max(point.server.prefix_cache_hit_rate or 0.0, 0.0), 1.0)
+    n_new = n_in * (1.0 - hit)  # prompt tokens computed; the cached ones are read, not recomputed
+    prefill_flops = 2 * matmul_params * n_new + 2 * s.num_layers * n_new * n_in * s.num_heads * s.head_dim
     prefill_s = prefill_flops / peak
 
     combined = c * n_out / (c * prefill_s + n_out * step_s)
@@ -79,7 +83,8 @@ def point_bound(
         "decode_step_ms": step_s * 1e3,
         "decode_bound_tok_s": decode_tok_s,
         "prefill_ms_per_request": prefill_s * 1e3,
-        "prefill_bound_tok_s": n_in / prefill_s,
+        "prefix_cache_hit_rate": hit,
+        "prefill_bound_tok_s": n_in / prefill_s if prefill_s > 0 else None,
         "bound_output_tok_s": combined,
         "measured_output_tok_s": measured,
         "measured_over_bound": measured / combined if combined > 0 else None,

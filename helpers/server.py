@@ -7,6 +7,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -115,10 +116,39 @@ class ServerHandle:
                 continue
 
 
+_PR_SET_PDEATHSIG = 1
+if sys.platform.startswith("linux"):
+    import ctypes
+
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the forked child must not import
+else:  # pragma: no cover - the engines run on Linux
+    _prctl = None
+
+
+def _own_session_dying_with_parent(parent: int) -> Callable[[], None]:
+    """For the child before exec: a new session, and SIGTERM when the process that started it dies.
+
+    An engine outlives a killed notebook kernel or ``playbook run`` otherwise (it has its own
+    session so that ``stop`` can end its whole group), holding the GPU's memory.
+    """
+
+    def setup() -> None:
+        os.setsid()
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != parent:  # the parent died before the signal was armed
+                os._exit(1)
+
+    return setup
+
+
 def start_process(
     cmd: list[str], env: dict[str, str], log_path: Path, base_url: str, adapter: EngineAdapter
 ) -> ServerHandle:
-    """Start ``cmd`` in its own process group with stdout/stderr to ``log_path``."""
+    """Start ``cmd`` in its own process group with stdout/stderr to ``log_path``.
+
+    The process gets SIGTERM if the one that started it dies (see ``_own_session_dying_with_parent``).
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **env}
     if "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
@@ -131,7 +161,7 @@ def start_process(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=full_env,
-            start_new_session=True,
+            preexec_fn=_own_session_dying_with_parent(os.getpid()),
         )
     except OSError as err:
         log.write(f"could not start {cmd[0]}: {err}\n".encode())

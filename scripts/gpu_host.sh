@@ -27,7 +27,7 @@ case "$cmd" in
     config=$1; run_id=$2; limit=${3:-560}
     export PYTHONPATH="$PB/playbook-runtime/site:$PWD" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
       VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1 PLAYBOOK_GUIDELLM_WORKERS=${PLAYBOOK_GUIDELLM_WORKERS:-8}
-    timeout "$limit" "$PY" -m helpers.cli run "$config" --run-id "$run_id"
+    timeout -k 60 "$limit" "$PY" -m helpers.cli run "$config" --run-id "$run_id"
     rc=$?
     out=${OUT:-$PB/out}; mkdir -p "$out"
     tar -C reports -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"

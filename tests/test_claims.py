@@ -33,11 +33,34 @@ def test_prefix_saving_needs_on_and_off_configurations():
     on.label, off.label = "on", "off"
     for p in on.points:
         p.knobs = {"prefix_caching": True}
-        p.ttft_ms_p50 = 100.0
+        p.ttft_ms_p50 = 100.0 if p.concurrency == 100 else 400.0
+        p.server.prefix_cache_hit_rate = 0.75
     for p in off.points:
         p.knobs = {"prefix_caching": False}
         p.ttft_ms_p50 = 500.0
-    assert row(claims_table([on, off]), "Prefix caching")["measured here"] == "80% lower TTFT p50"
+    r = row(claims_table([on, off]), "Prefix caching")
+    assert r["measured here"] == "on: 75% of prompt tokens from cache, TTFT p50 80% lower"
+    assert r["basis"].startswith("100 vs 500 ms at concurrency 100 (on vs off)")
+
+
+def test_prefix_saving_on_the_archived_h200_run():
+    """Both engines of the shared-prefix run (2,000 of 2,512 prompt tokens shared) are compared."""
+    from pathlib import Path
+
+    from helpers.results import load_engine_results
+
+    rs = load_engine_results(Path(__file__).parents[1] / "reports" / "h200-20261129-shared-prefix-8b")
+    measured = row(claims_table(rs), "Prefix caching")["measured here"]
+    for label in ("vLLM 0.26.0 prefix-cache on", "SGLang 0.5.16 prefix-cache on"):
+        on = next(r for r in rs if r.label == label)
+        off = next(r for r in rs if r.label == label.replace(" on", " off"))
+        a, b = on.points[-1], off.points[-1]
+        assert a.concurrency == b.concurrency == 32
+        saving = 1 - a.ttft_ms_p50 / b.ttft_ms_p50
+        assert saving > 0.5  # the cache must show: most of each prompt is the shared prefix
+        hit = a.server.prefix_cache_hit_rate
+        assert 0.7 < hit <= 2000 / 2512
+        assert f"{label}: {hit:.0%} of prompt tokens from cache, TTFT p50 {saving:.0%} lower" in measured
 
 
 def test_time_capped_points_are_flagged():

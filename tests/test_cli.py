@@ -93,3 +93,22 @@ def test_profile_of_a_missing_trace_is_an_error(tmp_path):
     res = playbook("profile", str(tmp_path / "absent.csv"))
     assert res.returncode == 2
     assert "absent.csv" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_sigterm_stops_like_ctrl_c(tmp_path):
+    """``timeout`` sends SIGTERM: the command must unwind (so papermill shuts its kernel down) and say so."""
+    code = (
+        "import os, signal, threading, time, helpers.cli as cli\n"
+        "def slow(args):\n"
+        "    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()\n"
+        "    try:\n"
+        "        time.sleep(30)\n"
+        "    finally:\n"
+        "        print('cleanup ran', flush=True)\n"
+        "cli._profile = slow\n"
+        "raise SystemExit(cli.main(['profile', 'x']))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=20)
+    assert r.returncode == 130
+    assert "cleanup ran" in r.stdout
+    assert "points measured so far are kept" in r.stderr

@@ -1,17 +1,18 @@
 """Server-metric normalisation against recorded ``/metrics`` pages of the pinned engines.
 
 Real pages: vLLM 0.26.0 and SGLang 0.5.16 on the H200 host (``/work/shared/gpu/fixtures``), vLLM's
-CPU build 0.32.0 captured here after shared-prefix load. The TensorRT-LLM 1.2.1 page is constructed
-from its documentation (see its header).
+CPU build 0.32.0 captured here after shared-prefix load. The TensorRT-LLM 1.2.1 Prometheus page and
+its JSON iteration statistics are constructed from its documentation (see their headers).
 """
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from helpers.engines import get_engine
-from helpers.metrics import MetricsParseError, parse_page, snapshot, summarize
+from helpers.metrics import PAGE_FORMATS, MetricsParseError, parse_page, parse_trtllm_iterations, snapshot, summarize
 
 FIXTURES = Path(__file__).parent / "fixtures" / "metrics"
 
@@ -131,3 +132,47 @@ def test_malformed_pages_raise_a_parse_error(bad):
 def test_no_snapshots_says_why():
     s = summarize([], error="http://x/metrics: connection refused")
     assert s.samples == 0 and s.error == "http://x/metrics: connection refused"
+
+
+def trtllm_iterations(reused: int, missed: int, used: int, queued: int, active: int) -> str:
+    """The recorded JSON page with the latest record's counters and gauges replaced."""
+    records = json.loads(page("trtllm-1.2.1-iterations.json"))
+    kv = records[-1]["kvCacheStats"]
+    kv.update(reusedBlocks=reused, missedBlocks=missed, usedNumBlocks=used)
+    records[-1].update(numQueuedRequests=queued, numActiveRequests=active)
+    return json.dumps(records)
+
+
+def test_trtllm_benchmark_samples_the_json_iteration_stats():
+    path, fmt, names = get_engine("trtllm").sampling()
+    assert path == "/metrics" and PAGE_FORMATS[fmt] is parse_trtllm_iterations
+    values = parse_trtllm_iterations(page("trtllm-1.2.1-iterations.json"))
+    assert values["numActiveRequests"] == 16 and values["kvCacheStats.usedNumBlocks"] == 990  # the latest record
+    assert values["kvCacheStats.usedFraction"] == 990 / 11000
+    assert values["kvCacheStats.lookedUpBlocks"] == 864 + 432
+    # an idle engine returns an empty list; then two scrapes under load: 100 of 150 new lookups hit
+    pages = ["[]", trtllm_iterations(864, 432, 990, 2, 16), trtllm_iterations(964, 482, 2200, 7, 40)]
+    s = summarize([snapshot(parse_trtllm_iterations(p), names, t=float(i)) for i, p in enumerate(pages)])
+    assert s.prefix_cache_hit_rate == pytest.approx(100 / 150)
+    assert (s.kv_cache_usage_max, s.queue_max, s.running_max, s.samples) == (2200 / 11000, 7, 40, 3)
+
+
+def test_trtllm_hit_rate_gauge_when_block_counters_are_missing():
+    records = json.loads(page("trtllm-1.2.1-iterations.json"))
+    for r in records:
+        del r["kvCacheStats"]["reusedBlocks"], r["kvCacheStats"]["missedBlocks"]
+    values = parse_trtllm_iterations(json.dumps(records))
+    s = summarize([snapshot(values, get_engine("trtllm").sampling()[2], t=0.0)])
+    assert s.prefix_cache_hit_rate == 0.6667
+
+
+def test_prometheus_engines_sample_their_prometheus_page():
+    for name in ("vllm", "sglang", "vllm-cpu"):
+        adapter = get_engine(name)
+        assert adapter.sampling() == (adapter.metrics_path, "prometheus", adapter.metrics)
+
+
+@pytest.mark.parametrize("bad", ["<html>502</html>", '{"a": 1', "[1, 2]", '"text"'])
+def test_malformed_trtllm_iteration_pages_raise_a_parse_error(bad):
+    with pytest.raises(MetricsParseError, match="malformed metrics page"):
+        parse_trtllm_iterations(bad)

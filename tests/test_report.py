@@ -6,6 +6,7 @@ cells carry a display_data HTML output, a stdout line and a stderr progress line
 
 import json
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -148,3 +149,27 @@ def test_index_skips_unreadable_summaries(run_dir):
     runs = archived_runs(run_dir.parent)
     assert [r["_dir"] for r in runs] == [run_dir.name]
     assert "1 run(s)" in index_html(runs)
+
+
+def test_report_renders_with_nbconvert_templates_only_beside_the_package(run_dir, tmp_path, monkeypatch):
+    """An offline bundle installs nbconvert with ``pip --target``: its templates are then not on the
+    Jupyter path but in ``<target>/share/jupyter/nbconvert/templates`` (this once failed on the GPU host)."""
+    import shutil
+
+    from jinja2 import TemplateNotFound
+    from jupyter_core.paths import jupyter_path
+    from nbconvert.exporters import templateexporter
+
+    import helpers.report as report
+
+    found = [p / "nbconvert" / "templates" for p in map(Path, jupyter_path())]
+    source = next(p for p in found if (p / "lab" / "index.html.j2").is_file())
+    beside = tmp_path / "site" / "share" / "jupyter" / "nbconvert" / "templates"
+    shutil.copytree(source, beside)
+    monkeypatch.setattr(templateexporter, "jupyter_path", lambda *a, **k: [str(tmp_path / "nowhere")])
+    monkeypatch.setattr(templateexporter.TemplateExporter.template_data_paths, "default_value", [])
+    monkeypatch.setattr(report, "_bundled_templates", lambda: None)
+    with pytest.raises((TemplateNotFound, ValueError)):  # the set-up really hides nbconvert's own templates
+        render_report(run_dir)
+    monkeypatch.setattr(report, "_bundled_templates", lambda: beside)
+    assert "DISPLAYED-HTML-OUTPUT" in render_report(run_dir).read_text(encoding="utf-8")

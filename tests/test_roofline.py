@@ -83,3 +83,19 @@ def test_cpu_has_no_bound():
 
 def test_ratio_text():
     assert ratio_text(point_bound("llama-3.1-8b", H200, point(1, 202))) == "202 / 295 tok/s (0.69)"
+
+
+def test_prompt_tokens_served_from_the_prefix_cache_cost_no_prefill():
+    """Measured on the H200 (shared-prefix run): 2,000 of 2,512 prompt tokens shared, hit rate 0.79;
+    a bound that recomputed the whole prompt put vLLM at 1.50× its own bound at concurrency 32."""
+    p = point(32, 3090)
+    p.input_tokens_mean, p.output_tokens_mean = 2512, 128
+    cold = point_bound("llama-3.1-8b", H200, p)
+    p.server.prefix_cache_hit_rate = 0.79
+    warm = point_bound("llama-3.1-8b", H200, p)
+    assert warm["prefix_cache_hit_rate"] == 0.79 and cold["prefix_cache_hit_rate"] == 0.0
+    assert warm["prefill_ms_per_request"] == pytest.approx(0.21 * cold["prefill_ms_per_request"], rel=1e-6)
+    assert warm["decode_step_ms"] == cold["decode_step_ms"]  # the KV is read in full either way
+    assert cold["measured_over_bound"] > 1 > warm["measured_over_bound"]
+    p.server.prefix_cache_hit_rate = 1.0
+    assert point_bound("llama-3.1-8b", H200, p)["prefill_bound_tok_s"] is None

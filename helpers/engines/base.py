@@ -58,6 +58,12 @@ class EngineAdapter:
     health_path: ClassVar[str] = "/health"
     metrics_path: ClassVar[str] = "/metrics"
     metrics: ClassVar[MetricNames] = MetricNames()
+    # where the benchmark samples server statistics during a point, when that is not the Prometheus
+    # page above (``metrics`` stays what dashboards and alerts scrape): a path, a page format named
+    # in ``helpers.metrics.PAGE_FORMATS`` and the names of the normalised quantities in that format
+    sample_path: ClassVar[str | None] = None
+    sample_format: ClassVar[str] = "prometheus"
+    sample_metrics: ClassVar[MetricNames | None] = None
     default_port: ClassVar[int] = 8000
     install_hint: ClassVar[str] = ""
     # regex over the engine log with one group: the KV-cache capacity in tokens
@@ -97,6 +103,10 @@ class EngineAdapter:
             return None
         found = re.findall(self.kv_capacity_pattern, text)
         return int(found[-1].replace(",", "")) if found else None
+
+    def sampling(self) -> tuple[str, str, MetricNames]:
+        """Path, page format and series names the benchmark samples during a point."""
+        return self.sample_path or self.metrics_path, self.sample_format, self.sample_metrics or self.metrics
 
     def served_model_name(self, model: ModelSpec) -> str:
         """The model name requests must carry."""

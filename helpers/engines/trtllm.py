@@ -10,7 +10,10 @@ Metrics: ``/prometheus/metrics`` is mounted only when the LLM-API option ``retur
 true, so it is always written. In 1.2.x that page holds the request-level series (TTFT, TPOT, E2E
 and queue-time histograms, ``trtllm_request_success_total``); the iteration-level gauges named in
 ``metrics`` (KV-cache hit rate and utilisation, running and waiting requests) arrive in later
-releases and need ``enable_iter_perf_stats`` (PyTorch backend), which is also written.
+releases. Dashboards and alerts use ``metrics``. The benchmark instead samples the JSON iteration
+statistics at ``/metrics`` (``sample_*``), which 1.2.x already serves when ``enable_iter_perf_stats``
+(PyTorch backend) is on, which is also written: ``numActiveRequests``, ``numQueuedRequests`` and
+``kvCacheStats`` (used/max blocks, reused/missed blocks, ``cacheHitRate``).
 
 Backends: ``pytorch`` (default) loads the checkpoint directly and can serve dummy weights;
 ``tensorrt`` builds a TensorRT engine from the checkpoint at start, so the build time lands in the
@@ -49,6 +52,16 @@ class TrtllmAdapter(EngineAdapter):
         kv_usage="trtllm_kv_cache_utilization",
         waiting="trtllm_num_requests_waiting",
         running="trtllm_num_requests_running",
+    )
+    sample_path = "/metrics"
+    sample_format = "trtllm-iterations"
+    sample_metrics = MetricNames(
+        prefix_hits="kvCacheStats.reusedBlocks",
+        prefix_queries="kvCacheStats.lookedUpBlocks",
+        hit_rate_gauge="kvCacheStats.cacheHitRate",
+        kv_usage="kvCacheStats.usedFraction",
+        waiting="numQueuedRequests",
+        running="numActiveRequests",
     )
     install_hint = (
         "pip install tensorrt_llm==1.2.1 --extra-index-url https://pypi.nvidia.com "
