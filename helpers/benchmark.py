@@ -163,6 +163,24 @@ class EngineRun:
             return None
         return res, server_stats, gpu_stats
 
+    def _complete(
+        self, spec: EngineSpec, point: Point, res: LoadResult, server_stats: ServerStats, gpu_stats: GpuStats
+    ) -> None:
+        """Attach server and GPU samples, the roofline bound and the first request error to ``point``."""
+        point.server, point.gpu = server_stats, gpu_stats
+        point.roofline = point_bound(
+            self.cfg.model.directory,
+            self.gpu_spec,
+            point,
+            kv_dtype_bytes=1 if spec.knobs.kv_cache_dtype == "fp8" else 2,
+            weight_bytes_per_param=1.0 if spec.knobs.quantization == "fp8" else None,
+            tensor_parallel=spec.knobs.tensor_parallel,
+        )
+        if res.first_error:
+            point.server.error = (
+                point.server.error or ""
+            ) + f" first request error: {redact(res.first_error, self.secrets)}"
+
     async def measure(self, spec: EngineSpec, c: int, phase: str) -> Point | None:
         """One point at concurrency ``c``: guidellm load plus server and GPU sampling. None if the engine died."""
         assert self.handle is not None
@@ -189,19 +207,7 @@ class EngineRun:
             return None
         res, server_stats, gpu_stats = sampled
         point = _point_from(spec, self.cfg, c, phase, res, knobs)
-        point.server, point.gpu = server_stats, gpu_stats
-        point.roofline = point_bound(
-            self.cfg.model.directory,
-            self.gpu_spec,
-            point,
-            kv_dtype_bytes=1 if spec.knobs.kv_cache_dtype == "fp8" else 2,
-            weight_bytes_per_param=1.0 if spec.knobs.quantization == "fp8" else None,
-            tensor_parallel=spec.knobs.tensor_parallel,
-        )
-        if res.first_error:
-            point.server.error = (
-                point.server.error or ""
-            ) + f" first request error: {redact(res.first_error, self.secrets)}"
+        self._complete(spec, point, res, server_stats, gpu_stats)
         save_point(self.run_dir, point, tag)
         self.say(
             f"{spec.label}: c={c} ({phase}) {point.output_tok_s:,.0f} out tok/s, "
@@ -235,7 +241,7 @@ class EngineRun:
         knobs = self.spec.knobs.model_dump(exclude_defaults=True)
         point = _point_from(self.spec, self.cfg, 0, "replay", res, knobs)
         point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
-        point.server, point.gpu = server_stats, gpu_stats
+        self._complete(self.spec, point, res, server_stats, gpu_stats)
         write_json_atomic(path, point.model_dump(mode="json"))
         self.say(
             f"{self.spec.label}: trace replay {point.output_tok_s:,.0f} out tok/s, "
