@@ -79,6 +79,18 @@ class TraceReader(ABC):
         """Read the file; skip and count malformed lines; raise ``TraceError`` when nothing is usable."""
 
 
+class JsonLinesReader(TraceReader):
+    """A JSON-lines format: a file is this format when its first line is a record this reader claims."""
+
+    def sniff(self, lines: list[str]) -> bool:
+        """Accept a first line that ``claims_line`` claims."""
+        return bool(lines) and self.claims_line(lines[0])
+
+    @abstractmethod
+    def claims_line(self, line: str) -> bool:
+        """Whether one line is a JSON record of this format."""
+
+
 _READERS: dict[str, TraceReader] = {}
 _DISCOVERED = False
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.errors import TraceError
-from helpers.traces import Trace, TraceReader, finish_trace, register
+from helpers.traces import JsonLinesReader, Trace, finish_trace, register
 from helpers.traces._common import SkipLog, json_object, nonneg_int
 
 MOONCAKE_BLOCK_TOKENS = 512
@@ -61,15 +61,11 @@ def _fast(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] | None:
 
 
 @register
-class MooncakeReader(TraceReader):
+class MooncakeReader(JsonLinesReader):
     """Reader of Mooncake-style JSONL traces (timestamps in ms, 512-token block hashes)."""
 
     name = "mooncake"
     description = "JSONL: timestamp (ms), input_length, output_length, hash_ids (one per 512 tokens)."
-
-    def sniff(self, lines: list[str]) -> bool:
-        """Accept a first line that is a JSON object with Mooncake's keys."""
-        return bool(lines) and self.claims_line(lines[0])
 
     def claims_line(self, line: str) -> bool:
         """Claim a JSON object with Mooncake's keys."""

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.errors import TraceError
-from helpers.traces import Trace, TraceReader, finish_trace, register
+from helpers.traces import JsonLinesReader, Trace, finish_trace, register
 from helpers.traces._common import SkipLog, json_object, nonneg_int, to_seconds
 
 START_KEYS = ("start_time", "timestamp", "request_time", "created")
@@ -136,15 +136,11 @@ def _tokenizer(model_dir: Path | None):
 
 
 @register
-class OpenAILogReader(TraceReader):
+class OpenAILogReader(JsonLinesReader):
     """Reader of OpenAI-style JSONL request logs (chat messages or prompts, optional usage)."""
 
     name = "openai-log"
     description = "JSONL of OpenAI-style requests: messages or prompt, optional usage, start/end times."
-
-    def sniff(self, lines: list[str]) -> bool:
-        """Accept a first line that is a JSON object holding ``messages`` or ``prompt``."""
-        return bool(lines) and self.claims_line(lines[0])
 
     def claims_line(self, line: str) -> bool:
         """Claim a JSON object with a chat or completion request in it."""
