@@ -5,9 +5,14 @@
 #   install                 verify and unpack every complete bundle in $PB/parts into $PB/<bundle>/
 #   run CONFIG RUN_ID [S]   run the playbook (resuming RUN_ID) for at most S seconds; tar the run folder
 #                           into $OUT (or $PB/out) so it can be carried back and archived under reports/
+#   bench CONFIG LABEL [S]  guidellm vs `vllm bench serve` on that config's vLLM engine (make bench's script)
 set -uo pipefail
 PB=${PB:-/tmp/pb}
 PY=${PLAYBOOK_PYTHON:-$(command -v python3)}
+runtime_env() {
+  export PYTHONPATH="$PB/playbook-runtime/site:$PWD" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+    VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1 PLAYBOOK_GUIDELLM_WORKERS=${PLAYBOOK_GUIDELLM_WORKERS:-8}
+}
 cmd=${1:-}; shift || true
 case "$cmd" in
   receive)
@@ -25,12 +30,15 @@ case "$cmd" in
     done ;;
   run)
     config=$1; run_id=$2; limit=${3:-560}
-    export PYTHONPATH="$PB/playbook-runtime/site:$PWD" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-      VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1 PLAYBOOK_GUIDELLM_WORKERS=${PLAYBOOK_GUIDELLM_WORKERS:-8}
+    runtime_env
     timeout -k 60 "$limit" "$PY" -m helpers.cli run "$config" --run-id "$run_id"
     rc=$?
     out=${OUT:-$PB/out}; mkdir -p "$out"
     tar -C reports -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"
     exit $rc ;;
-  *) sed -n 2,9p "$0"; exit 2 ;;
+  bench)
+    config=$1; label=$2; limit=${3:-560}
+    runtime_env
+    timeout -k 60 "$limit" "$PY" benchmarks/bench_loadgen_vs_vllm.py --config "$config" --engine "$label" ;;
+  *) sed -n 2,8p "$0"; exit 2 ;;
 esac
