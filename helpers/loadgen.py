@@ -3,6 +3,11 @@
 The playbook writes the prompts (``helpers.prompts``) and guidellm replays them at a fixed
 concurrency against an OpenAI-compatible server, with ``ignore_eos`` so outputs have the
 requested length. ``run_point`` returns the client-side figures of one load level.
+
+Requests are streamed and ask for token usage in the final chunk only: guidellm's default also
+asks for ``continuous_usage_stats``, which makes vLLM serialise a usage block into every streamed
+token, work that real clients rarely ask for and that the summary does not read (it takes the
+final usage). Plain HTTP/1.1 is used, as the engines serve it.
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ def _backend_spec(base_url: str, served_model: str, api_key: str | None, timeout
         "model": served_model,
         "request_format": "/v1/completions",
         "timeout": timeout_s,
+        "http2": False,
+        "extras": {"body": {"stream_options": {"include_usage": True, "continuous_usage_stats": False}}},
     }
     if api_key:
         spec["api_key"] = api_key

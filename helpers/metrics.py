@@ -92,15 +92,26 @@ class Snapshot:
 
 
 def snapshot(values: dict[str, float], names: MetricNames, t: float | None = None) -> Snapshot:
-    """Pick the adapter's series out of a parsed page."""
+    """Pick the adapter's series out of a parsed page.
+
+    A labelled counter is only exported once it has been incremented: SGLang 0.5.16's
+    ``sglang:cached_tokens_total`` is absent from a fresh engine's page until the first cached
+    token (seen on the H200). Where the page has the queries counter but not the hits counter, the
+    hits are therefore 0, not unknown; otherwise a point that starts on a fresh engine would lose
+    its first snapshot and its hit rate.
+    """
 
     def get(name: str | None) -> float | None:
         return values.get(name) if name else None
 
+    queries = get(names.prefix_queries)
+    hits = get(names.prefix_hits)
+    if hits is None and queries is not None and names.prefix_hits:
+        hits = 0.0
     return Snapshot(
         t=time.monotonic() if t is None else t,
-        hits=get(names.prefix_hits),
-        queries=get(names.prefix_queries),
+        hits=hits,
+        queries=queries,
         hit_rate_gauge=get(names.hit_rate_gauge),
         kv_usage=get(names.kv_usage),
         waiting=get(names.waiting),

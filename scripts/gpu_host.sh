@@ -5,7 +5,9 @@
 #   install                 verify and unpack every complete bundle in $PB/parts into $PB/<bundle>/
 #   run CONFIG RUN_ID [S]   run the playbook (resuming RUN_ID) for at most S seconds; tar the run folder
 #                           into $OUT (or $PB/out) so it can be carried back and archived under reports/
-#   bench CONFIG LABEL [S]  guidellm vs `vllm bench serve` on that config's vLLM engine (make bench's script)
+#   bench CONFIG LABEL [S] [ARG...]
+#                           guidellm vs `vllm bench serve` on that config's vLLM engine (make bench's script;
+#                           ARGs go to it, e.g. --concurrency 16 --rounds 4)
 set -uo pipefail
 PB=${PB:-/tmp/pb}
 PY=${PLAYBOOK_PYTHON:-$(command -v python3)}
@@ -37,8 +39,8 @@ case "$cmd" in
     tar -C reports -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"
     exit $rc ;;
   bench)
-    config=$1; label=$2; limit=${3:-560}
+    config=$1; label=$2; limit=${3:-560}; shift 3 2>/dev/null || shift $#
     runtime_env
-    timeout -k 60 "$limit" "$PY" benchmarks/bench_loadgen_vs_vllm.py --config "$config" --engine "$label" ;;
-  *) sed -n 2,8p "$0"; exit 2 ;;
+    timeout -k 60 "$limit" "$PY" benchmarks/bench_loadgen_vs_vllm.py --config "$config" --engine "$label" "$@" ;;
+  *) sed -n 2,10p "$0"; exit 2 ;;
 esac

@@ -95,6 +95,27 @@ def test_sglang_cached_tokens_are_summed_over_cache_sources():
     assert parse_page(text[:i] + host + text[i:])["sglang:cached_tokens_total"] == 122501.0
 
 
+def test_sglang_fresh_engine_page_without_cached_tokens_counts_as_zero_hits():
+    # A fresh SGLang 0.5.16 exports no sglang:cached_tokens_total series until its first cached
+    # token (seen on the H200). The point that starts there must still get its hit rate.
+    real = page("sglang-0.5.16-metrics.txt")
+    fresh = "\n".join(line for line in real.splitlines() if not line.startswith("sglang:cached_tokens_total{")) + "\n"
+    assert "sglang:cached_tokens_total" not in parse_page(fresh)
+    after = bump(real, "sglang:prompt_tokens_total", 4 * 2512)
+    after = set_value(after, "sglang:cached_tokens_total", 3 * 2000)
+    after_q = parse_page(after)["sglang:prompt_tokens_total"]
+    before_q = parse_page(fresh)["sglang:prompt_tokens_total"]
+    s = stats("sglang", fresh, after)
+    assert s.prefix_cache_hit_rate == pytest.approx(6000 / (after_q - before_q))
+    assert s.prefix_cache_hit_rate == pytest.approx(6000 / 10048)
+
+
+def test_a_page_without_the_queries_counter_has_no_hits_either():
+    names = get_engine("sglang").metrics
+    snap = snapshot({"sglang:num_running_reqs": 1.0}, names, t=0.0)
+    assert (snap.hits, snap.queries) == (None, None)
+
+
 def test_one_snapshot_gives_no_hit_rate():
     assert stats("sglang", page("sglang-0.5.16-metrics.txt")).prefix_cache_hit_rate is None
 

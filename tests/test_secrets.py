@@ -2,51 +2,24 @@
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import httpx
 import pytest
+from fakes.fake_process import fake_server
 
 from helpers.benchmark import run_benchmarks
 from helpers.config import parse_config
 from helpers.metrics import parse_page
-from helpers.server import free_port
 from helpers.summary import build_summary
 
-FAKES = Path(__file__).parent / "fakes"
 KEY = "sk-playbook-test-4f9c2e7a1b"
 
 
 @pytest.fixture
 def keyed_server(tmp_path):
     """The fake engine on a free port, requiring ``KEY``; stopped by its own pid."""
-    port = free_port()
-    env = {**os.environ, "FAKE_API_KEY": KEY, "PYTHONPATH": str(FAKES)}
-    log = open(tmp_path / "fake-server.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fake_openai_server", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=10)
-    log.close()
+    with fake_server(tmp_path, {"FAKE_API_KEY": KEY}) as url:
+        yield url
 
 
 def endpoint_config(url: str, key_env: str):

@@ -9,8 +9,9 @@ ignored). Its behaviour comes from environment variables:
 * ``FAKE_API_KEY``: when set, every request must carry ``Authorization: Bearer <key>`` (else 401).
 
 ``/metrics`` counts requests in ``fake:requests_total`` and authorised ones in
-``fake:authorized_requests_total``, plus vLLM-named series so the vLLM adapter's names resolve.
-The key itself is never printed.
+``fake:authorized_requests_total``; of the streamed ones, those asking for usage in the last chunk
+(``stream_options.include_usage``) and in every chunk (``continuous_usage_stats``); plus
+vLLM-named series so the vLLM adapter's names resolve. The key itself is never printed.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ DIE_AFTER = int(os.environ.get("FAKE_DIE_AFTER", "3"))
 TOKEN_DELAY_S = float(os.environ.get("FAKE_TOKEN_DELAY_S", "0.002"))
 
 _lock = threading.Lock()
-_counts = {"requests": 0, "authorized": 0, "streamed": 0, "prompt_tokens": 0, "running": 0}
+_counts = {"requests": 0, "authorized": 0, "streamed": 0, "prompt_tokens": 0, "running": 0, "usage": 0, "per_chunk": 0}
 
 
 def _metrics_page() -> str:
@@ -39,6 +40,12 @@ def _metrics_page() -> str:
         f"fake:requests_total {c['requests']}\n"
         "# TYPE fake:authorized_requests_total counter\n"
         f"fake:authorized_requests_total {c['authorized']}\n"
+        "# TYPE fake:streamed_requests_total counter\n"
+        f"fake:streamed_requests_total {c['streamed']}\n"
+        "# TYPE fake:include_usage_requests_total counter\n"
+        f"fake:include_usage_requests_total {c['usage']}\n"
+        "# TYPE fake:continuous_usage_requests_total counter\n"
+        f"fake:continuous_usage_requests_total {c['per_chunk']}\n"
         "# TYPE vllm:prefix_cache_queries_total counter\n"
         f'vllm:prefix_cache_queries_total{{engine="0"}} {c["prompt_tokens"]}\n'
         "# TYPE vllm:prefix_cache_hits_total counter\n"
@@ -111,10 +118,13 @@ class Handler(BaseHTTPRequestHandler):
             body["choices"] = [{"index": 0, "text": " w3" * out, "finish_reason": "length"}]
             self._send(200, "application/json", json.dumps(body).encode())
             return
+        options = req.get("stream_options") or {}
         with _lock:
             _counts["streamed"] += 1
             streamed = _counts["streamed"]
             _counts["running"] += 1
+            _counts["usage"] += bool(options.get("include_usage"))
+            _counts["per_chunk"] += bool(options.get("continuous_usage_stats"))
         if MODE == "die_mid_point" and streamed > DIE_AFTER:
             print(f"fake engine: dying after {DIE_AFTER} streamed requests", flush=True)
             os._exit(3)
