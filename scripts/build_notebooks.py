@@ -26,7 +26,7 @@ NOTEBOOKS = {
     "01_workload.ipynb": (
         "# Step 1: workload profile\n\nWhat the traffic looks like — lengths, concurrency, prefix reuse — "
         "measured from the user's own trace where one is configured.",
-        "from helpers.views import workload as view",
+        "from helpers.workload import view",
         [
             (
                 step(
@@ -41,7 +41,7 @@ NOTEBOOKS = {
     ),
     "02_environment.ipynb": (
         "# Steps 2-4: hardware, team, memory plan and engine test environments",
-        "from helpers.views import environment as view",
+        "from helpers.environment import view",
         [
             (
                 step(2, "Hardware", "Seed 003 §7.1 step 2: what the machine is, and the hardware plan."),
@@ -65,7 +65,7 @@ NOTEBOOKS = {
     "03_benchmark.ipynb": (
         "# Step 5: live engine benchmarks\n\nEach engine configuration is launched, measured at every "
         "concurrency level with guidellm, and stopped. Points already in the run folder are kept.",
-        "from helpers.views import benchmark as view",
+        "from helpers.benchmark import view",
         [
             (
                 step(
@@ -80,7 +80,7 @@ NOTEBOOKS = {
     ),
     "04_cost.ipynb": (
         "# Step 6: cost analysis",
-        "from helpers.views import cost as view",
+        "from helpers.cost import view",
         [
             (
                 step(
@@ -94,7 +94,7 @@ NOTEBOOKS = {
     ),
     "05_decision.ipynb": (
         "# Steps 7-8: decision and risk",
-        "from helpers.views import decision as view",
+        "from helpers.decision import view",
         [
             (
                 step(
@@ -112,7 +112,7 @@ NOTEBOOKS = {
     ),
     "06_rollout.ipynb": (
         "# Steps 9-10: pilot and rollout",
-        "from helpers.views import rollout as view",
+        "from helpers.rollout import view",
         [
             (
                 step(9, "Pilot", "Seed 003 §7.4 step 9: the chosen engine's launch configuration for a pilot."),
@@ -126,7 +126,7 @@ NOTEBOOKS = {
     ),
     "07_review.ipynb": (
         "# Steps 11-12: quarterly review and continuous learning",
-        "from helpers.views import review as view",
+        "from helpers.review import view",
         [
             (
                 step(

@@ -33,7 +33,7 @@ case "$cmd" in
   run)
     config=$1; run_id=$2; limit=${3:-560}
     runtime_env
-    timeout -k 60 "$limit" "$PY" -m helpers.cli run "$config" --run-id "$run_id"
+    timeout -k 60 "$limit" "$PY" -m helpers.tools.cli run "$config" --run-id "$run_id"
     rc=$?
     out=${OUT:-$PB/out}; mkdir -p "$out"
     tar -C reports -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"

@@ -6,8 +6,8 @@ import copy
 import re
 from pathlib import Path
 
-from helpers.config import PlaybookConfig, parse_config
-from helpers.results import EngineResult
+from helpers.core.config import PlaybookConfig, parse_config
+from helpers.run.records import EngineResult
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "decision"
 VLLM, SGLANG, TRT, TRT_FAILED = (

@@ -4,7 +4,7 @@ import re
 
 import yaml
 
-from helpers.paths import REPO_ROOT
+from helpers.core.paths import REPO_ROOT
 
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
 

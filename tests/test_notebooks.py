@@ -6,9 +6,9 @@ import re
 import nbformat
 import pytest
 
-from helpers.notebook import STEP_TITLES
-from helpers.paths import PLAYBOOK_DIR
-from helpers.runner import notebooks
+from helpers.core.paths import PLAYBOOK_DIR
+from helpers.report.notebook import STEP_TITLES
+from helpers.tools.runner import notebooks
 
 NOTEBOOKS = notebooks()
 MAX_CELL_LINES = 6
@@ -62,7 +62,7 @@ def test_parameters_are_literal_assignments(path):
         assert isinstance(node.value, ast.Constant), f"{path.name}: not a literal: {ast.unparse(node)}"
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         names.update(t.id for t in targets if isinstance(t, ast.Name))
-    # the runner injects exactly these two (helpers.runner.execute)
+    # the runner injects exactly these two (helpers.tools.runner.execute)
     assert {"config_path", "run_dir"} <= names
 
 

@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from helpers.errors import ConfigError
+from helpers.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from helpers.config import EngineSpec, Knobs, ModelSpec
+    from helpers.core.config import EngineSpec, Knobs, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class EngineAdapter:
     metrics: ClassVar[MetricNames] = MetricNames()
     # where the benchmark samples server statistics during a point, when that is not the Prometheus
     # page above (``metrics`` stays what dashboards and alerts scrape): a path, a page format named
-    # in ``helpers.metrics.PAGE_FORMATS`` and the names of the normalised quantities in that format
+    # in ``helpers.measure.metrics.PAGE_FORMATS`` and the names of the normalised quantities in that format
     sample_path: ClassVar[str | None] = None
     sample_format: ClassVar[str] = "prometheus"
     sample_metrics: ClassVar[MetricNames | None] = None

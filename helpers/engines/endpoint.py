@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from helpers.engines.base import EngineAdapter, register_engine
 
 if TYPE_CHECKING:
-    from helpers.config import EngineSpec, Knobs, ModelSpec
+    from helpers.core.config import EngineSpec, Knobs, ModelSpec
 
 
 @register_engine

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from helpers.config import EngineSpec, LauncherSpec, ModelSpec
+    from helpers.core.config import EngineSpec, LauncherSpec, ModelSpec
     from helpers.engines.base import EngineAdapter
-    from helpers.server import ServerHandle
+    from helpers.launchers.server import ServerHandle
 
 LAUNCHERS: dict[str, Launcher] = {}
 
@@ -45,7 +45,7 @@ class Launcher:
         log_path: Path,
     ) -> ServerHandle:
         """Start the engine and return a handle (not yet healthy)."""
-        from helpers.server import start_process
+        from helpers.launchers.server import start_process
 
         cmd, env = self.build(adapter, spec, model, port, run_dir)
         return start_process(cmd, env, log_path, base_url=f"http://{HOST}:{port}", adapter=adapter)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from helpers.launchers.base import HOST, Launcher, register_launcher
 
 if TYPE_CHECKING:
-    from helpers.config import EngineSpec, LauncherSpec, ModelSpec
+    from helpers.core.config import EngineSpec, LauncherSpec, ModelSpec
     from helpers.engines.base import EngineAdapter
 
 MODEL_MOUNT = "/model"

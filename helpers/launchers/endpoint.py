@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from helpers.launchers.base import Launcher, register_launcher
 
 if TYPE_CHECKING:
-    from helpers.config import EngineSpec, LauncherSpec, ModelSpec
+    from helpers.core.config import EngineSpec, LauncherSpec, ModelSpec
     from helpers.engines.base import EngineAdapter
-    from helpers.server import ServerHandle
+    from helpers.launchers.server import ServerHandle
 
 
 def api_key(spec: LauncherSpec) -> str | None:
@@ -59,7 +59,7 @@ class EndpointLauncher(Launcher):
         log_path: Path,
     ) -> ServerHandle:
         """A handle on the remote server, with no process."""
-        from helpers.server import ServerHandle
+        from helpers.launchers.server import ServerHandle
 
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text(f"endpoint {spec.launcher.url}: not started by the playbook\n", encoding="utf-8")

@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from helpers.core.paths import resolve_repo_path
 from helpers.launchers.base import HOST, Launcher, register_launcher
-from helpers.paths import resolve_repo_path
 
 if TYPE_CHECKING:
-    from helpers.config import EngineSpec, LauncherSpec, ModelSpec
+    from helpers.core.config import EngineSpec, LauncherSpec, ModelSpec
     from helpers.engines.base import EngineAdapter
 
 
@@ -91,7 +91,7 @@ def _options_file_args(adapter: EngineAdapter, spec: EngineSpec, run_dir: Path) 
         return []
     import yaml
 
-    from helpers.results import label_slug
+    from helpers.run.records import label_slug
 
     path = Path(run_dir) / "launch" / f"{label_slug(spec.label)}-extra-options.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)

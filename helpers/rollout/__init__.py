@@ -48,7 +48,7 @@ def write_rollout(
     list. ``thresholds`` defaults to seed 003 §5.3 with the config's SLA (and its ``alerts`` section,
     once the config has one). Raises ``RolloutError`` when the primary cannot be deployed.
     """
-    from helpers.decision import DecisionResult
+    from helpers.decision.tree import DecisionResult
     from helpers.rollout import alerts, canary, dashboard, k8s, launch
     from helpers.rollout.series import engine_selector, gpu_selector, signals
 

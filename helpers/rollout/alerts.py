@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import Field
 
-from helpers.config import Alerts
+from helpers.core.config import Alerts
 from helpers.rollout.choice import Chosen
 from helpers.rollout.series import Signals, engine_selector, gpu_selector, signals
 

@@ -8,13 +8,13 @@ engine's health and metrics paths, its tuned flags and its measured start-up tim
 
 from __future__ import annotations
 
-from helpers.cost import MAX_ERROR_SHARE
-from helpers.results import EngineResult
+from helpers.cost.compute import MAX_ERROR_SHARE
 from helpers.rollout.alerts import AlertThresholds
 from helpers.rollout.choice import Chosen
 from helpers.rollout.k8s import startup_budget_s
 from helpers.rollout.launch import LaunchPlan
 from helpers.rollout.series import Signals
+from helpers.run.records import EngineResult
 
 # (traffic share %, minimum hold) per step; step 0 is a smoke test with no user traffic
 STEPS: list[tuple[int, str]] = [(0, "30 min"), (5, "2 h"), (25, "24 h"), (50, "24 h"), (100, "7 days")]

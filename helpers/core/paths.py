@@ -1,0 +1,31 @@
+"""Filesystem locations of the project, derived from this file's position."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+REPO_ROOT = PACKAGE_DIR.parent
+PLAYBOOK_DIR = REPO_ROOT / "playbook"
+WORKLOADS_DIR = PLAYBOOK_DIR / "workloads"
+MODELS_DIR = PLAYBOOK_DIR / "models"
+REPORTS_DIR = REPO_ROOT / "reports"
+ENGINES_DIR = REPO_ROOT / ".engines"
+DATA_DIR = PACKAGE_DIR / "data"
+TEMPLATES_DIR = PACKAGE_DIR / "report" / "templates"
+
+
+def resolve_model_dir(path: str | Path) -> Path:
+    """Return the model folder for ``path``: absolute, relative to the cwd, or a name in ``playbook/models``."""
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        return p
+    if (MODELS_DIR / p).is_dir():
+        return MODELS_DIR / p
+    return p.resolve()
+
+
+def resolve_repo_path(path: str | Path) -> Path:
+    """Resolve a path from a config: absolute as is, relative to the repository root otherwise."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else REPO_ROOT / p

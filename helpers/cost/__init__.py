@@ -1,0 +1,1 @@
+"""Checklist step 6 (notebook 04_cost): $/Mtok, fleet size, TCO and break-even."""

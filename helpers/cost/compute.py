@@ -1,0 +1,282 @@
+"""Checklist step 6, cost: $/Mtok per measured point, fleet size at the profiled peak, monthly TCO.
+
+The per-token cost is seed 003 §4.4's formula: GPU $/hour ÷ (tok/s × 3600) × 1,000,000. Prices
+come from the config (``cost.gpu_price_per_hour``) or the sourced table ``data/gpu_prices.yaml``.
+Fleet sizing uses each configuration's best point within the SLA ("tuned throughput"). Operations
+cost = engineer hours (config, or the family defaults in ``data/engine_facts.yaml``, which are
+assumptions) plus the time spent rebuilding/restarting on every model update (measured cold start
+when the run has one). Everything here is a pure function of results, config and profile.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from helpers.core.config import PlaybookConfig
+from helpers.core.errors import ConfigError
+from helpers.engines import ENGINES
+from helpers.model.gpu_specs import gpu_spec
+from helpers.model.reference_data import GPU_PRICES_FILE, FamilyFacts, load_engine_facts, load_gpu_prices
+from helpers.run.records import EngineResult, Point
+
+HOURS_PER_MONTH = 730.0  # 8,760 h / 12
+MAX_ERROR_SHARE = 0.01  # a point with more failed requests than this does not count as within SLA
+CPU_PRICE_KEY = "cpu"
+
+
+def cost_per_million(price_per_hour: float, tok_s: float) -> float:
+    """Seed 003 §4.4: $/hour ÷ (tok/s × 3600) × 1,000,000; NaN when there is no throughput."""
+    if not tok_s or tok_s <= 0 or math.isnan(tok_s):
+        return math.nan
+    return price_per_hour / (tok_s * 3600.0) * 1_000_000.0
+
+
+def family_of(engine: str) -> str:
+    """Return the decision-tree family of an engine adapter name (vllm-cpu → vllm); '' when unknown."""
+    adapter = ENGINES.get(engine)
+    return adapter.family if adapter else ""
+
+
+def price_for(engine: str, cfg: PlaybookConfig, prices: dict | None = None) -> tuple[float, str, str]:
+    """(price per accelerator-hour, its source, what is priced) for a configuration of ``engine``.
+
+    The config's ``cost.gpu_price_per_hour`` wins; a CPU engine is priced with the ``cpu`` entry;
+    otherwise ``cost.gpu`` is looked up in the price table.
+    """
+    if cfg.cost.gpu_price_per_hour is not None:
+        return cfg.cost.gpu_price_per_hour, "config cost.gpu_price_per_hour", cfg.cost.gpu
+    prices = load_gpu_prices() if prices is None else prices
+    adapter = ENGINES.get(engine)
+    key = CPU_PRICE_KEY if adapter is not None and adapter.runs_on_cpu else cfg.cost.gpu
+    if key not in prices:  # accept an alias or NVML name from the GPU specs table
+        spec = gpu_spec(key)
+        key = spec.name if spec is not None else key
+    if key not in prices:
+        raise ConfigError(
+            f"cost.gpu: {key!r} is not in {GPU_PRICES_FILE} (known: {', '.join(sorted(prices))}); "
+            "add it there with its source, or set cost.gpu_price_per_hour"
+        )
+    p = prices[key]
+    return p.price_per_hour, f"{p.provider} {p.kind}, {p.date}: {p.source}", key
+
+
+def _gpus_per_replica(point: Point | None, label: str, cfg: PlaybookConfig) -> int:
+    """Accelerators one replica uses: the point's tensor-parallel knob, else the config's, else 1."""
+    if point is not None and point.knobs.get("tensor_parallel"):
+        return int(point.knobs["tensor_parallel"])
+    for spec in cfg.engines:
+        if spec.label == label:
+            return spec.knobs.tensor_parallel
+    return 1
+
+
+def within_sla(point: Point, cfg: PlaybookConfig) -> bool:
+    """Tell whether the point completed requests, failed ≤1% of them and met the latency SLA."""
+    attempted = point.requests + point.errors
+    if point.requests <= 0 or (attempted and point.errors / attempted > MAX_ERROR_SHARE):
+        return False
+    if point.ttft_ms_p95 is None:
+        return bool(point.sla_met)
+    ok = point.ttft_ms_p95 <= cfg.sla.ttft_p95_ms
+    if cfg.sla.itl_p95_ms is not None and point.itl_ms_p95 is not None:
+        ok = ok and point.itl_ms_p95 <= cfg.sla.itl_p95_ms
+    return ok
+
+
+_COST_COLUMNS = [
+    "label", "engine", "family", "status", "phase", "concurrency", "knobs", "gpus_per_replica",
+    "price_per_hour", "priced_as", "price_source", "output_tok_s", "total_tok_s", "ttft_ms_p95",
+    "within_sla", "usd_per_hour", "usd_per_mtok_output", "usd_per_mtok_total",
+]  # fmt: skip
+
+
+def cost_table(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataFrame:
+    """One row per measured point: price, $/M output tokens and $/M total tokens, SLA flag.
+
+    A configuration without points (failed, skipped) keeps one row with its status and no numbers.
+    """
+    prices = load_gpu_prices() if cfg.cost.gpu_price_per_hour is None else {}
+    rows: list[dict[str, Any]] = []
+    for r in results:
+        price, source, priced_as = price_for(r.engine, cfg, prices)
+        base = {"label": r.label, "engine": r.engine, "family": family_of(r.engine), "status": r.status}
+        if not r.points:
+            rows.append({**base, "price_per_hour": price, "priced_as": priced_as, "price_source": source})
+            continue
+        for p in r.points:
+            gpus = _gpus_per_replica(p, r.label, cfg)
+            hourly = price * gpus
+            rows.append(
+                {
+                    **base,
+                    "phase": p.phase,
+                    "concurrency": p.concurrency,
+                    "knobs": ",".join(f"{k}={v}" for k, v in sorted(p.knobs.items())),
+                    "gpus_per_replica": gpus,
+                    "price_per_hour": price,
+                    "priced_as": priced_as,
+                    "price_source": source,
+                    "output_tok_s": p.output_tok_s,
+                    "total_tok_s": p.total_tok_s,
+                    "ttft_ms_p95": p.ttft_ms_p95,
+                    "within_sla": within_sla(p, cfg),
+                    "usd_per_hour": hourly,
+                    "usd_per_mtok_output": cost_per_million(hourly, p.output_tok_s),
+                    "usd_per_mtok_total": cost_per_million(hourly, p.total_tok_s),
+                }
+            )
+    df = pd.DataFrame(rows, columns=_COST_COLUMNS)
+    for col in ("concurrency", "gpus_per_replica"):
+        df[col] = df[col].astype("Int64")
+    return df
+
+
+def best_points(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataFrame:
+    """Per configuration with points: its highest-throughput point within the SLA (the tuned point).
+
+    Columns add ``points`` (measured), ``sla_share`` (share within SLA) and ``meets_sla``; when no
+    point meets the SLA the row holds the highest-throughput point with ``meets_sla`` False.
+    """
+    table = cost_table(results, cfg)
+    measured = table[table["output_tok_s"].notna()]
+    rows = []
+    for _label, grp in measured.groupby("label", sort=False):
+        ok = grp[grp["within_sla"].astype(bool)]
+        pick = (ok if len(ok) else grp).sort_values(["output_tok_s", "concurrency"], ascending=[False, True])
+        row = pick.iloc[0].to_dict()
+        row["concurrency"], row["gpus_per_replica"] = int(row["concurrency"]), int(row["gpus_per_replica"])
+        row.update(points=len(grp), sla_share=len(ok) / len(grp), meets_sla=bool(len(ok)))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*_COST_COLUMNS, "points", "sla_share", "meets_sla"])
+
+
+def traffic_demand(cfg: PlaybookConfig, profile: dict | None) -> dict[str, Any]:
+    """Return the peak to size for: output tok/s (peak req/s × mean output tokens) and p99 concurrency.
+
+    Reads the workload profile first, then ``workload.peak_requests_per_s`` / ``output_tokens``.
+    """
+    profile = profile or {}
+    rps = profile.get("peak_requests_per_s") or cfg.workload.peak_requests_per_s
+    out_mean = profile.get("output_tokens_mean") or cfg.workload.output_tokens
+    conc = profile.get("concurrency_p99")
+    parts = []
+    if rps:
+        src = "profile" if profile.get("peak_requests_per_s") else "config workload.peak_requests_per_s"
+        parts.append(f"peak {rps:g} req/s ({src}) × {out_mean:g} output tokens")
+    if conc:
+        parts.append(f"p99 concurrency {conc:g} (profile)")
+    return {
+        "output_tok_s": float(rps * out_mean) if rps else None,
+        "concurrency": float(conc) if conc else None,
+        "requests_per_s": float(rps) if rps else None,
+        "output_tokens_mean": float(out_mean),
+        "basis": "; ".join(parts) or "no peak traffic known: one replica",
+    }
+
+
+def _ops_hours(label: str, engine: str, family: str, cfg: PlaybookConfig, facts: dict[str, FamilyFacts]):
+    """Return base engineer hours/month: config by label, engine or family; else the family assumption."""
+    for key in (label, engine, family):
+        if key and key in cfg.cost.ops_hours_per_month:
+            return cfg.cost.ops_hours_per_month[key], f"config cost.ops_hours_per_month[{key}]"
+    if family in facts:
+        f = facts[family].ops_hours_per_month
+        return f.hours, f"assumption (engine_facts.yaml {family}): {f.basis}"
+    return math.nan, f"unknown: engine family of {engine!r} has no default; set cost.ops_hours_per_month"
+
+
+def _build_seconds(result: EngineResult, family: str, facts: dict[str, FamilyFacts], measured: dict[str, float]):
+    """Restart/rebuild time per model update: the family's measured cold start, else the seed default.
+
+    A model update restarts the engine whatever its knobs, so configurations of one family share the
+    median of their measured cold starts (start-up noise between them is not an operations cost).
+    """
+    if family in measured:
+        return measured[family], "measured cold start (this run; median over the engine's configurations)"
+    if result.ready_s is not None:
+        return result.ready_s, "measured launch-to-healthy (this run)"
+    if family in facts:
+        c = facts[family].cold_start
+        return c.seconds, f"default: {c.what} ({c.source}, {c.date})"
+    return 0.0, "unknown (no measurement, no default)"
+
+
+def _measured_cold_starts(results: list[EngineResult]) -> dict[str, float]:
+    """Median measured cold start per engine family."""
+    import statistics
+
+    by_family: dict[str, list[float]] = {}
+    for r in results:
+        if r.cold_start_s is not None:
+            by_family.setdefault(family_of(r.engine), []).append(r.cold_start_s)
+    return {f: statistics.median(v) for f, v in by_family.items()}
+
+
+def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: dict | None) -> pd.DataFrame:
+    """Per configuration: replicas and GPUs to serve the peak within the SLA, monthly GPU, ops and TCO.
+
+    Replicas = max(ceil(demand tok/s ÷ tuned tok/s), ceil(p99 concurrency ÷ tuned concurrency)), one
+    when no peak is known; NaN when no point meets the SLA. Ops = (base hours + update hours) ×
+    engineer $/h + GPU time of the updates, where update hours = updates/month × models × build time.
+    """
+    facts = load_engine_facts()
+    demand = traffic_demand(cfg, profile)
+    by_label = {r.label: r for r in results}
+    rebuilds = cfg.cadence.updates_per_month * cfg.cadence.concurrent_models
+    cold = _measured_cold_starts(results)
+    rows = []
+    for _, b in best_points(results, cfg).iterrows():
+        r = by_label[b["label"]]
+        family = b["family"]
+        needs = []
+        if demand["output_tok_s"]:
+            needs.append(math.ceil(demand["output_tok_s"] / b["output_tok_s"]))
+        if demand["concurrency"]:
+            needs.append(math.ceil(demand["concurrency"] / b["concurrency"]))
+        replicas = (max(needs) if needs else 1) if b["meets_sla"] else None
+        gpus = None if replicas is None else replicas * b["gpus_per_replica"]
+        gpu_monthly = math.nan if gpus is None else gpus * b["price_per_hour"] * HOURS_PER_MONTH
+        build_s, build_src = _build_seconds(r, family, facts, cold)
+        build_h = rebuilds * build_s / 3600.0
+        base_h, ops_src = _ops_hours(r.label, r.engine, family, cfg, facts)
+        ops_h = base_h + build_h
+        ops_monthly = ops_h * cfg.cost.engineer_cost_per_hour + build_h * b["gpus_per_replica"] * b["price_per_hour"]
+        rows.append(
+            {
+                "label": r.label,
+                "engine": r.engine,
+                "family": family,
+                "status": r.status,
+                "meets_sla": b["meets_sla"],
+                "concurrency": b["concurrency"],
+                "output_tok_s": b["output_tok_s"],
+                "ttft_ms_p95": b["ttft_ms_p95"],
+                "sla_share": b["sla_share"],
+                "priced_as": b["priced_as"],
+                "usd_per_mtok_output": b["usd_per_mtok_output"],
+                "gpus_per_replica": b["gpus_per_replica"],
+                "price_per_hour": b["price_per_hour"],
+                "demand_output_tok_s": demand["output_tok_s"],
+                "demand_concurrency": demand["concurrency"],
+                "sizing_basis": demand["basis"] if b["meets_sla"] else "no measured point meets the SLA",
+                "replicas": replicas,
+                "gpus": gpus,
+                "gpu_monthly_usd": gpu_monthly,
+                "build_s": build_s,
+                "build_source": build_src,
+                "rebuilds_per_month": rebuilds,
+                "base_ops_hours": base_h,
+                "ops_hours_source": ops_src,
+                "ops_hours_per_month": ops_h,
+                "ops_monthly_usd": ops_monthly,
+                "tco_monthly_usd": gpu_monthly + ops_monthly,
+            }
+        )
+    df = pd.DataFrame(rows)
+    for col in ("replicas", "gpus"):
+        if col in df:
+            df[col] = df[col].astype("Int64")
+    return df

@@ -1,0 +1,330 @@
+"""Checklist step 7, decision: seed 003 §3.5's tree step by step, a score per configuration, the verdict.
+
+The tree reads the config answers (hardware, cadence, team) and the workload profile's MEASURED
+prefix-reuse ratio. Each measured configuration then gets a score on the tree's four dimensions
+(seed 003 §7.3 step 7, rubric ``FIT``) plus measured cost and SLA compliance (``WEIGHTS``), so that
+measurements can overrule the tree; ``DecisionResult.overruled`` and a reason say so when they do.
+Primary and backup are configuration labels whenever measurements exist. The sentences and the
+three-phase plan are written by ``helpers.decision.text``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from helpers.core.config import PlaybookConfig
+from helpers.cost.compute import family_of, fleet_and_tco
+from helpers.run.records import EngineResult
+
+FAMILIES = ("vllm", "sglang", "trtllm")
+DISPLAY = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "": "unknown engine"}
+SMALL_TEAM = 5  # seed 003 §7.1: small team < 5 people
+
+# Fit of each family per dimension and answer (0-1): the playbook's reading of seed 003 §3.1-3.4.
+FIT: dict[str, dict[str, dict[str, float]]] = {
+    "hardware": {
+        "nvidia-only": {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0},
+        "amd-planned": {"vllm": 1.0, "sglang": 0.4, "trtllm": 0.0},
+        "mixed": {"vllm": 1.0, "sglang": 0.4, "trtllm": 0.0},
+    },
+    "stability": {
+        "frequent": {"vllm": 1.0, "sglang": 0.8, "trtllm": 0.2},
+        "stable": {"vllm": 0.8, "sglang": 0.8, "trtllm": 1.0},
+    },
+    "workload": {
+        "prefix_heavy": {"vllm": 0.6, "sglang": 1.0, "trtllm": 0.5},
+        "high_concurrency": {"vllm": 0.8, "sglang": 0.8, "trtllm": 1.0},
+        "low_concurrency": {"vllm": 1.0, "sglang": 0.8, "trtllm": 0.8},
+        "unknown": {"vllm": 0.8, "sglang": 0.8, "trtllm": 0.8},
+    },
+    "team": {
+        "small": {"vllm": 1.0, "sglang": 0.7, "trtllm": 0.2},
+        "middle": {"vllm": 1.0, "sglang": 0.8, "trtllm": 0.5},
+        "large_peak": {"vllm": 0.8, "sglang": 0.8, "trtllm": 1.0},
+    },
+}
+UNKNOWN_FIT = 0.5  # a family the rubric does not know (e.g. a bare endpoint)
+WEIGHTS = {"hardware": 0.125, "stability": 0.125, "workload": 0.125, "team": 0.125, "cost": 0.3, "sla": 0.2}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+Scalar = float | int | str | bool | None
+
+
+class TreeStep(_Model):
+    """One step of the decision tree: the inputs it read, their thresholds and where it went."""
+
+    step: int
+    dimension: str
+    question: str
+    inputs: dict[str, Scalar]
+    thresholds: dict[str, Scalar] = Field(default_factory=dict)
+    condition: str = Field(description="Which answer the inputs gave (a key of FIT[dimension]).")
+    outcome: str = Field(description="vllm, sglang, trtllm, or 'continue'.")
+    reason: str
+    reached: bool = True
+
+
+class EngineScore(_Model):
+    """Scores of one configuration: four tree dimensions, measured cost and SLA, weighted total."""
+
+    label: str
+    engine: str
+    family: str
+    status: str
+    measured: bool
+    eligible: bool
+    why_not: str = ""
+    hardware: float
+    stability: float
+    workload: float
+    team: float
+    cost: float
+    sla: float
+    total: float
+    cost_value: float | None = Field(default=None, description="Monthly TCO or $/Mtok, lower is better.")
+    usd_per_mtok: float | None = Field(
+        default=None, description="$/M output tokens at the tuned point (breaks ties of equal TCO)."
+    )
+    cost_basis: str = ""
+    sla_share: float | None = None
+
+
+class Phase(_Model):
+    """One phase of seed 000 §5.4's three-phase plan, with this workload's numbers."""
+
+    phase: int
+    months: str
+    family: str
+    configuration: str | None
+    action: str
+    numbers: dict[str, Scalar] = Field(default_factory=dict)
+    applies: bool
+    note: str = ""
+
+
+class DecisionResult(_Model):
+    """The outcome of step 7: the path, the scores, the verdict, its reasons and its caveats."""
+
+    steps: list[TreeStep]
+    tree_family: str
+    tree_end_step: int
+    scores: list[EngineScore]
+    measured: bool
+    primary: str | None = Field(description="Configuration label (or the tree's family when nothing was measured).")
+    primary_family: str
+    backup: str | None
+    backup_family: str | None
+    overruled: bool
+    reasons: list[str]
+    sentences: list[str]
+    warnings: list[str]
+    phase_plan: list[Phase]
+    sla_ttft_p95_ms: float
+    evidence: list[dict[str, Any]] = Field(description="Measured numbers per configuration, as displayed.")
+    break_even: list[dict[str, Any]] = Field(default_factory=list)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Return the tables behind the answer: path, scores, evidence, break_even."""
+        path = [
+            {
+                "step": s.step,
+                "dimension": s.dimension,
+                "input": k,
+                "value": v,
+                "threshold": s.thresholds.get(k),
+                "condition": s.condition,
+                "outcome": s.outcome if s.reached else "not reached",
+            }
+            for s in self.steps
+            for k, v in s.inputs.items()
+        ]
+        return {
+            "path": pd.DataFrame(path),
+            "scores": pd.DataFrame([s.model_dump() for s in self.scores]),
+            "evidence": pd.DataFrame(self.evidence),
+            "break_even": pd.DataFrame(self.break_even),
+        }
+
+
+def _team_condition(cfg: PlaybookConfig) -> str:
+    t = cfg.team
+    if t.chase_peak and t.mlops_maturity == "high" and t.size >= SMALL_TEAM:
+        return "large_peak"
+    if t.size < SMALL_TEAM or t.mlops_maturity == "low":
+        return "small"
+    return "middle"
+
+
+def run_tree(cfg: PlaybookConfig, profile: dict | None) -> list[TreeStep]:
+    """Walk the four steps of seed 003 §3.5; steps after the one that decides are recorded as not reached."""
+    profile = profile or {}
+    d, hw, cad, team = cfg.decision, cfg.hardware, cfg.cadence, cfg.team
+    ratio, conc = profile.get("prefix_reuse_ratio"), profile.get("concurrency_p99")
+    ratio = None if ratio is None else round(float(ratio), 2)
+    conc = None if conc is None else round(float(conc))
+    frequent = cad.updates_per_month >= d.frequent_updates_per_month or cad.concurrent_models > 1
+    if ratio is not None and ratio >= d.prefix_reuse_threshold:
+        wl, wl_out = "prefix_heavy", "sglang"
+        wl_reason = f"measured prefix reuse {ratio:.2f} ≥ threshold {d.prefix_reuse_threshold:g}: choose SGLang"
+    else:
+        wl_out = "continue"
+        wl = "unknown" if conc is None else ("high_concurrency" if conc >= d.high_concurrency else "low_concurrency")
+        wl_reason = (
+            "no measured prefix-reuse ratio in the profile, so heavy reuse cannot be claimed; falls through"
+            if ratio is None
+            else f"measured prefix reuse {ratio:.2f} < threshold {d.prefix_reuse_threshold:g}; falls through"
+        )
+    tc = _team_condition(cfg)
+    who = f"{team.size} engineers, MLOps maturity {team.mlops_maturity}"
+    team_reason = {
+        "large_peak": f"{who}, chasing peak: TensorRT-LLM",
+        "small": f"{who}: small/fast-iterating team, vLLM",
+        "middle": f"{who}, not chasing peak: vLLM",
+    }[tc]
+    upd, models, nv = "cadence.updates_per_month", "cadence.concurrent_models", hw.vendors == "nvidia-only"
+    ratio_key, conc_key = "profile.prefix_reuse_ratio", "profile.concurrency_p99"
+    steps = [
+        TreeStep(
+            step=1,
+            dimension="hardware",
+            question="Mixed hardware, or AMD possible in the next 12 months?",
+            inputs={"hardware.vendors": hw.vendors},
+            condition=hw.vendors,
+            outcome="continue" if nv else "vllm",
+            reason=f"hardware.vendors is {hw.vendors}: "
+            + ("all three qualify" if nv else "only vLLM has a mature non-NVIDIA path"),
+        ),
+        TreeStep(
+            step=2,
+            dimension="stability",
+            question="Frequent model updates, or several models served side by side?",
+            inputs={upd: cad.updates_per_month, models: cad.concurrent_models},
+            thresholds={upd: d.frequent_updates_per_month, models: 1},
+            condition="frequent" if frequent else "stable",
+            outcome="vllm" if frequent else "continue",
+            reason=(
+                f"{cad.updates_per_month:g} update(s)/month (frequent at ≥ {d.frequent_updates_per_month:g})"
+                f" and {cad.concurrent_models} model(s): "
+                + ("rebuilds would be a burden, vLLM" if frequent else "stable")
+            ),
+        ),
+        TreeStep(
+            step=3,
+            dimension="workload",
+            question="Heavy prefix reuse (RAG, multi-turn, agents)?",
+            inputs={ratio_key: ratio, conc_key: conc},
+            thresholds={ratio_key: d.prefix_reuse_threshold, conc_key: d.high_concurrency},
+            condition=wl,
+            outcome=wl_out,
+            reason=wl_reason,
+        ),
+        TreeStep(
+            step=4,
+            dimension="team",
+            question="Small fast-iterating team, or a large MLOps team chasing peak performance?",
+            inputs={"team.size": team.size, "team.mlops_maturity": team.mlops_maturity,
+                    "team.chase_peak": team.chase_peak},
+            thresholds={"team.size": SMALL_TEAM},
+            condition=tc,
+            outcome="trtllm" if tc == "large_peak" else "vllm",
+            reason=team_reason,
+        ),
+    ]  # fmt: skip
+    done = False
+    for s in steps:
+        s.reached = not done
+        done = done or s.outcome != "continue"
+    return steps
+
+
+def tree_verdict(steps: list[TreeStep]) -> tuple[str, int]:
+    """(family, step number) where the tree stopped."""
+    for s in steps:
+        if s.reached and s.outcome != "continue":
+            return s.outcome, s.step
+    raise AssertionError("the last tree step always decides")
+
+
+def _fit(dimension: str, condition: str, family: str) -> float:
+    return FIT[dimension][condition].get(family, UNKNOWN_FIT)
+
+
+def score_engines(
+    results: list[EngineResult], cfg: PlaybookConfig, steps: list[TreeStep], fleet: pd.DataFrame
+) -> list[EngineScore]:
+    """Score every configuration (measured ones from ``results``; configured ones when there are none)."""
+    cond = {s.dimension: s.condition for s in steps}
+    rows = fleet.set_index("label").to_dict("index") if not fleet.empty else {}
+    sized = bool(rows) and all(r["demand_output_tok_s"] or r["demand_concurrency"] for r in rows.values())
+    key, basis = (
+        ("tco_monthly_usd", "monthly TCO at the profiled peak")
+        if sized
+        else ("usd_per_mtok_output", "$/M output tokens at the tuned point")
+    )
+    any_sla = any(r["meets_sla"] for r in rows.values())
+    costs = [r[key] for r in rows.values() if r["meets_sla"] and pd.notna(r[key])]
+    best_cost = min(costs) if costs else None
+    items = [(r.label, r.engine, r.status) for r in results] or [
+        (e.label, e.engine, "not measured") for e in cfg.engines
+    ]
+    out = []
+    for label, engine, status in items:
+        fam = family_of(engine)
+        dims = {d: round(_fit(d, cond[d], fam), 2) for d in ("hardware", "stability", "workload", "team")}
+        row = rows.get(label)
+        why = ""
+        if row is None:
+            why = f"status {status}: no measured point" if status != "not measured" else "not measured"
+        elif status in ("failed", "skipped"):
+            why = f"status {status}"
+        elif any_sla and not row["meets_sla"]:
+            why = "no measured point meets the SLA"
+        elif dims["hardware"] == 0.0:
+            why = f"{DISPLAY.get(fam, fam)} cannot run on the planned hardware ({cfg.hardware.vendors})"
+        value = None if row is None or pd.isna(row[key]) else float(row[key])
+        usd = None if row is None or pd.isna(row["usd_per_mtok_output"]) else float(row["usd_per_mtok_output"])
+        cost = round(best_cost / value, 2) if value and best_cost and row["meets_sla"] else 0.0
+        sla = round(float(row["sla_share"]), 2) if row is not None and "sla_share" in row else 0.0
+        total = round(sum(WEIGHTS[d] * v for d, v in dims.items()) + WEIGHTS["cost"] * cost + WEIGHTS["sla"] * sla, 3)
+        out.append(
+            EngineScore(
+                label=label, engine=engine, family=fam, status=status, measured=row is not None,
+                eligible=not why, why_not=why, **dims, cost=cost, sla=sla, total=total,
+                cost_value=value, usd_per_mtok=usd, cost_basis=basis, sla_share=sla if row is not None else None,
+            )
+        )  # fmt: skip
+    return out
+
+
+def rank_candidates(scores: list[EngineScore], tree_family: str) -> list[EngineScore]:
+    """Order eligible configurations best first.
+
+    Ties are broken by, in turn: the tree's family first, lower cost value, lower $/M output tokens
+    (equal fleets at low traffic still differ in throughput), higher SLA share, label.
+    """
+    inf = float("inf")
+    return sorted(
+        (s for s in scores if s.eligible),
+        key=lambda s: (-s.total, s.family != tree_family, s.cost_value if s.cost_value is not None else inf,
+                       s.usd_per_mtok if s.usd_per_mtok is not None else inf, -(s.sla_share or 0.0), s.label),
+    )  # fmt: skip
+
+
+def decide(results: list[EngineResult], cfg: PlaybookConfig, profile: dict | None = None) -> DecisionResult:
+    """Run the tree, score the configurations, pick primary and backup, and write the answer."""
+    from helpers.cost.break_even import break_even
+    from helpers.decision.text import build_answer
+
+    steps = run_tree(cfg, profile)
+    family, end = tree_verdict(steps)
+    fleet = fleet_and_tco(results, cfg, profile) if results else pd.DataFrame()
+    be = break_even(results, cfg, profile) if results else pd.DataFrame()
+    scores = score_engines(results, cfg, steps, fleet)
+    return build_answer(cfg, profile or {}, results, steps, family, end, scores, fleet, be)

@@ -1,0 +1,34 @@
+"""Engine test environments (checklist step 4): which configured engines are installed and runnable.
+
+Each launcher answers in its own way: the python launcher imports the engine with its interpreter
+and reads the version; the docker launcher looks for the image; the endpoint launcher probes the
+URL. A missing engine is a row with the command that would install it, never a crash.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from helpers.core.config import EngineSpec, PlaybookConfig
+from helpers.engines import get_engine
+from helpers.launchers import LAUNCHERS
+
+
+def engine_status(spec: EngineSpec) -> dict[str, object]:
+    """One engine configuration's readiness row."""
+    adapter = get_engine(spec.engine)
+    state, version, detail = LAUNCHERS[spec.launcher.kind].readiness(adapter, spec)
+    return {
+        "engine config": spec.label,
+        "engine": adapter.display_name or adapter.name,
+        "launcher": spec.launcher.kind,
+        "status": state,
+        "version": version,
+        "detail": detail,
+        "how to install": "" if state == "ready" else adapter.install_hint,
+    }
+
+
+def engine_status_frame(cfg: PlaybookConfig) -> pd.DataFrame:
+    """Readiness of every engine configuration of the config."""
+    return pd.DataFrame([engine_status(e) for e in cfg.engines])

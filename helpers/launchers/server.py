@@ -1,0 +1,171 @@
+"""Engine server processes: start with a log file, wait for health, read the log tail, stop by pid."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+
+from helpers.core.errors import EngineError
+
+if TYPE_CHECKING:
+    from helpers.engines.base import EngineAdapter
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last ``lines`` lines of a text file ('' if missing), terminal colour codes removed."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(_ANSI.sub("", line) for line in data.splitlines()[-lines:])
+
+
+@dataclass
+class ServerHandle:
+    """A started (or external) engine server."""
+
+    base_url: str
+    adapter: EngineAdapter
+    log_path: Path
+    process: subprocess.Popen | None = None
+    api_key: str | None = field(default=None, repr=False)
+    started_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """HTTP headers for requests to the server (the API key, if any)."""
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def alive(self) -> bool:
+        """False once a process we started has exited (an external endpoint counts as alive)."""
+        return self.process is None or self.process.poll() is None
+
+    def exit_reason(self) -> str:
+        """Why the process is gone, for a result row."""
+        if self.process is None:
+            return "endpoint unreachable"
+        code = self.process.poll()
+        return f"engine process exited with code {code}" if code is not None else "engine still running"
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of the engine log."""
+        return tail(self.log_path, lines)
+
+    def healthy(self, timeout: float = 5.0) -> bool:
+        """One health probe: True on HTTP 200."""
+        try:
+            r = httpx.get(self.base_url + self.adapter.health_path, headers=self.headers, timeout=timeout)
+        except httpx.HTTPError:
+            return False
+        return r.status_code == 200
+
+    def wait_healthy(self, timeout_s: float, on_tick: Callable[[float], None] | None = None) -> float:
+        """Poll health until it answers; return seconds since launch. Raise ``EngineError`` on death or timeout."""
+        deadline = self.started_at + timeout_s
+        while True:
+            if not self.alive():
+                raise EngineError(f"{self.exit_reason()} before becoming healthy")
+            if self.healthy():
+                return time.monotonic() - self.started_at
+            now = time.monotonic()
+            if on_tick:
+                on_tick(now - self.started_at)
+            if now >= deadline:
+                raise EngineError(f"no health at {self.base_url}{self.adapter.health_path} within {timeout_s:.0f} s")
+            time.sleep(1.0)
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """Stop the process group we started (SIGINT, then SIGTERM, then SIGKILL), by its pid only."""
+        p = self.process
+        if p is None or p.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                p.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+_PR_SET_PDEATHSIG = 1
+if sys.platform.startswith("linux"):
+    import ctypes
+
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the forked child must not import
+else:  # pragma: no cover - the engines run on Linux
+    _prctl = None
+
+
+def _own_session_dying_with_parent(parent: int) -> Callable[[], None]:
+    """For the child before exec: a new session, and SIGTERM when the process that started it dies.
+
+    An engine outlives a killed notebook kernel or ``playbook run`` otherwise (it has its own
+    session so that ``stop`` can end its whole group), holding the GPU's memory.
+    """
+
+    def setup() -> None:
+        os.setsid()
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != parent:  # the parent died before the signal was armed
+                os._exit(1)
+
+    return setup
+
+
+def start_process(
+    cmd: list[str], env: dict[str, str], log_path: Path, base_url: str, adapter: EngineAdapter
+) -> ServerHandle:
+    """Start ``cmd`` in its own process group with stdout/stderr to ``log_path``.
+
+    The process gets SIGTERM if the one that started it dies (see ``_own_session_dying_with_parent``).
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    full_env = {**os.environ, **env}
+    if "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
+        full_env["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + os.environ["PYTHONPATH"]
+    log = open(log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=full_env,
+            preexec_fn=_own_session_dying_with_parent(os.getpid()),
+        )
+    except OSError as err:
+        log.write(f"could not start {cmd[0]}: {err}\n".encode())
+        raise EngineError(f"could not start {cmd[0]}: {err.strerror or err}") from None
+    finally:
+        log.close()
+    return ServerHandle(base_url=base_url, adapter=adapter, log_path=log_path, process=proc)

@@ -1,0 +1,1 @@
+"""Measurement clients: load generation (guidellm), Prometheus /metrics, NVML telemetry, prompts."""

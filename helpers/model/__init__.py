@@ -1,0 +1,1 @@
+"""Model-shape arithmetic, GPU specifications, reference data and model folders."""

@@ -1,0 +1,1 @@
+"""Notebook context and display helpers, the HTML report and the reports index."""

@@ -1,0 +1,143 @@
+"""The HTML decision report: the executed notebooks merged into one self-contained page.
+
+The report opens with the recommendation (the four-sentence answer), the run's facts and a table
+of contents; then every checklist step's section in order (ids ``step-1`` … ``step-12``). Code is
+hidden, stderr (progress lines) is dropped, images are embedded as data URIs, and no script is
+loaded from the network, so an archived report opens offline.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbformat.v4 import new_markdown_cell, new_notebook, new_output
+
+from helpers.core.paths import TEMPLATES_DIR
+from helpers.report.index import hardware_text
+from helpers.report.notebook import STEP_TITLES, esc
+
+
+def _clean_outputs(cell: nbformat.NotebookNode) -> None:
+    """Drop stderr streams and execution counts; keep displays, stdout and errors."""
+    if cell.get("cell_type") != "code":
+        return
+    cell["outputs"] = [
+        o for o in cell.get("outputs", []) if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
+    ]
+    cell["execution_count"] = None
+
+
+def _header_html(summary: dict[str, Any], failures: dict[str, str]) -> str:
+    rec = summary.get("recommendation") or {}
+    sentences = rec.get("sentences") or []
+    if sentences:
+        answer = f"<div class='pb-answer'>{' '.join(esc(s) for s in sentences)}</div>"
+    else:
+        answer = "<p class='pb-missing'>No recommendation could be made in this run (see step 7).</p>"
+    hw = summary.get("hardware") or {}
+    hw_text = hardware_text(hw)
+    engines = ", ".join(
+        f"{e['label']} ({e['engine']} {e.get('version') or '?'}: {e['status']})" for e in summary.get("engines", [])
+    )
+    meta = [
+        ("Run", summary.get("run_id")),
+        ("Date (UTC)", summary.get("created_utc")),
+        ("Workload", summary.get("workload")),
+        ("Model", summary.get("model")),
+        ("Hardware", hw_text),
+        ("Engines", engines),
+        ("Primary / backup", f"{rec.get('primary') or '–'} / {rec.get('backup') or '–'}"),
+    ]
+    rows = "".join(f"<tr><td><b>{esc(k)}</b></td><td>{esc(v)}</td></tr>" for k, v in meta)
+    toc = "".join(f"<li><a href='#step-{n}'>Step {n} — {esc(t)}</a></li>" for n, t in STEP_TITLES.items())
+    fail = ""
+    if failures:
+        items = "".join(f"<li>{esc(k)}: {esc(v)}</li>" for k, v in failures.items())
+        fail = f"<p class='pb-warn'>Some notebooks failed; their sections show the error:</p><ul>{items}</ul>"
+    flags = summary.get("review_flags") or []
+    flag_html = "".join(f"<p class='pb-warn'>{esc(f)}</p>" for f in flags)
+    return (
+        f"<h1>Engine decision report: {esc(summary.get('workload'))}</h1>"
+        f"{flag_html}<h3>Recommendation</h3>{answer}{fail}"
+        f"<table class='pb-meta'>{rows}</table>"
+        f"<h3>Contents</h3><ol class='pb-toc' style='list-style:none;padding-left:0'>{toc}</ol>"
+    )
+
+
+def merged_notebook(run_dir: Path) -> nbformat.NotebookNode:
+    """One notebook: a header cell, then every executed notebook's cells after its parameters."""
+    run_dir = Path(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    run_info = (
+        json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if (run_dir / "run.json").is_file() else {}
+    )
+    header = nbformat.v4.new_code_cell("")
+    header.outputs = [
+        new_output("display_data", data={"text/html": _header_html(summary, run_info.get("failures", {}))})
+    ]
+    cells = [header]
+    seen_steps: set[int] = set()
+    for path in sorted((run_dir / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            tags = cell.get("metadata", {}).get("tags", [])
+            if "parameters" in tags or "injected-parameters" in tags:
+                continue
+            if cell.get("cell_type") == "markdown":
+                seen_steps.update(n for n in STEP_TITLES if f'id="step-{n}"' in cell.source)
+            _clean_outputs(cell)
+            cells.append(cell)
+    for n in sorted(set(STEP_TITLES) - seen_steps):  # a notebook that never ran still gets its section
+        cells.append(
+            new_markdown_cell(
+                f'<h2 id="step-{n}">Step {n} — {esc(STEP_TITLES[n])}</h2>\n\n'
+                "<p class='pb-missing'>This step's notebook did not run in this run.</p>"
+            )
+        )
+    merged = new_notebook(cells=cells)
+    merged.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    merged.metadata["title"] = esc(f"Engine decision report: {summary.get('workload')}")
+    return merged
+
+
+def _bundled_templates() -> Path | None:
+    """The folder of nbconvert's own templates when it sits beside the package, else None.
+
+    That is the case when nbconvert was installed with ``pip --target`` (an offline bundle): its
+    templates are then not on the Jupyter path.
+    """
+    import nbconvert
+
+    bundled = Path(nbconvert.__file__).resolve().parent.parent / "share" / "jupyter" / "nbconvert" / "templates"
+    return bundled if bundled.is_dir() else None
+
+
+def render_html(nb: nbformat.NotebookNode) -> str:
+    """Render a notebook to self-contained HTML with code hidden."""
+    from nbconvert import HTMLExporter
+
+    bundled = _bundled_templates()
+    extra = [str(bundled)] if bundled else []
+    exporter = HTMLExporter(
+        template_name="playbook",
+        # base dirs find each template's own files; the plain path resolves our explicit
+        # ``{% extends 'lab/index.html.j2' %}`` when nbconvert's templates are not on the Jupyter path
+        extra_template_basedirs=[str(TEMPLATES_DIR), *extra],
+        extra_template_paths=extra,
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        embed_images=True,
+    )
+    body, _ = exporter.from_notebook_node(nb)
+    return body
+
+
+def render_report(run_dir: Path) -> Path:
+    """Write ``report.html`` into the run folder and return its path."""
+    out = Path(run_dir) / "report.html"
+    out.write_text(render_html(merged_notebook(run_dir)), encoding="utf-8")
+    return out

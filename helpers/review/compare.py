@@ -1,0 +1,355 @@
+"""Checklist steps 11-12: the quarterly review against archived runs, trends, and version currency.
+
+``review`` compares this run's ``summary.json`` with the earlier archived runs of the same workload
+(``helpers.report.index.archived_runs``): engine versions, throughput and TTFT p95 at each configuration's
+representative (tuned) point, $/M output tokens, and the recommendation. A flipped decision, or a
+throughput, TTFT or cost regression larger than ``cfg.review.regression_threshold``, becomes a short
+sentence for the top of the report. ``version_currency`` lists which measured engine versions are
+behind ``cfg.review.current_versions`` (step 12). Trends over time are in ``helpers.review.trend``.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from helpers.core.config import Cost, PlaybookConfig
+from helpers.core.errors import PlaybookError
+from helpers.cost.compute import cost_per_million, family_of, price_for
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EngineSnapshot(_Model):
+    """One configuration of one archived run, at its representative point."""
+
+    label: str
+    engine: str
+    family: str = ""
+    version: str | None = None
+    status: str | None = None
+    concurrency: int | None = None
+    output_tok_s: float | None = None
+    ttft_ms_p95: float | None = None
+    usd_per_mtok: float | None = Field(default=None, description="$/M output tokens at the representative point.")
+    cost_source: str = ""
+
+
+class RunSnapshot(_Model):
+    """What a review needs from one ``summary.json``."""
+
+    run_id: str
+    created_utc: str | None = None
+    workload: str
+    primary: str | None = None
+    backup: str | None = None
+    primary_family: str | None = None
+    engines: list[EngineSnapshot] = Field(default_factory=list)
+
+
+def _price(summary: dict[str, Any], engine: str, label: str, knobs: dict[str, Any]) -> tuple[float | None, str]:
+    """$/hour of one replica of ``label`` as the archived config priced it (price × tensor-parallel GPUs)."""
+    conf = summary.get("config") or {}
+    try:
+        cost = Cost.model_validate(conf.get("cost") or {})
+        price, source, _ = price_for(engine, SimpleNamespace(cost=cost))  # price_for reads only cfg.cost
+    except (PlaybookError, ValueError) as err:
+        return None, f"no price: {err}"
+    gpus = knobs.get("tensor_parallel")
+    if not gpus:
+        spec = next((e for e in conf.get("engines") or [] if e.get("label") == label), {})
+        gpus = (spec.get("knobs") or {}).get("tensor_parallel") or 1
+    return price * int(gpus), f"computed: {int(gpus)} × {source}"
+
+
+def _archived_cost(summary: dict[str, Any], label: str, point: dict[str, Any]) -> float | None:
+    """$/M output tokens of ``label``'s representative point from the summary's cost section (``cost.json``).
+
+    Its ``points`` table is matched on label, phase, concurrency and knobs; else the ``fleet`` row of the
+    label (priced at the tuned point) is used.
+    """
+    cost = summary.get("cost")
+    if not isinstance(cost, dict):
+        return None
+    knobs = ",".join(f"{k}={v}" for k, v in sorted((point.get("knobs") or {}).items()))
+    want = (label, point.get("phase"), point.get("concurrency"), knobs)
+    candidates = [r for r in _rows(cost, "points") if (r.get("label"), r.get("phase"), r.get("concurrency"),
+                                                        r.get("knobs") or "") == want]  # fmt: skip
+    candidates += [r for t in ("fleet", "best_points") for r in _rows(cost, t) if r.get("label") == label]
+    for row in candidates:
+        value = row.get("usd_per_mtok_output")
+        if isinstance(value, int | float) and not math.isnan(value):
+            return float(value)
+    return None
+
+
+def _rows(cost: dict[str, Any], table: str) -> list[dict[str, Any]]:
+    rows = cost.get(table)
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def _engine_snapshot(summary: dict[str, Any], e: dict[str, Any]) -> EngineSnapshot:
+    point = e.get("representative_point") or {}
+    label, engine = e.get("label") or "?", e.get("engine") or "?"
+    usd, source = _archived_cost(summary, label, point), "summary cost section"
+    if usd is None and point.get("output_tok_s"):
+        hourly, source = _price(summary, engine, label, point.get("knobs") or {})
+        usd = None if hourly is None else cost_per_million(hourly, point["output_tok_s"])
+        usd = None if usd is None or math.isnan(usd) else usd
+    elif usd is None:
+        source = "no measured point"
+    return EngineSnapshot(
+        label=label,
+        engine=engine,
+        family=family_of(engine),
+        version=e.get("version"),
+        status=e.get("status"),
+        concurrency=point.get("concurrency"),
+        output_tok_s=point.get("output_tok_s"),
+        ttft_ms_p95=point.get("ttft_ms_p95"),
+        usd_per_mtok=usd,
+        cost_source=source,
+    )
+
+
+def snapshot(summary: dict[str, Any]) -> RunSnapshot:
+    """The review's view of one run summary."""
+    rec = summary.get("recommendation") or {}
+    engines = [_engine_snapshot(summary, e) for e in summary.get("engines") or []]
+    fam = (summary.get("decision") or {}).get("primary_family")
+    if not fam and rec.get("primary"):
+        fam = next((e.family for e in engines if e.label == rec["primary"]), None)
+    return RunSnapshot(
+        run_id=str(summary.get("run_id") or summary.get("_dir") or "?"),
+        created_utc=summary.get("created_utc"),
+        workload=str(summary.get("workload") or "?"),
+        primary=rec.get("primary"),
+        backup=rec.get("backup"),
+        primary_family=fam or None,
+        engines=engines,
+    )
+
+
+def _pairs(
+    before: list[EngineSnapshot], now: list[EngineSnapshot]
+) -> list[tuple[EngineSnapshot | None, EngineSnapshot | None]]:
+    """Match configurations by label, then leftovers by engine name when that is unambiguous."""
+    old = {e.label: e for e in before}
+    pairs: list[tuple[EngineSnapshot | None, EngineSnapshot | None]] = []
+    rest_now = []
+    for e in now:
+        if e.label in old:
+            pairs.append((old.pop(e.label), e))
+        else:
+            rest_now.append(e)
+    for e in rest_now:
+        same = [o for o in old.values() if o.engine == e.engine]
+        if len(same) == 1 and sum(x.engine == e.engine for x in rest_now) == 1:
+            pairs.append((old.pop(same[0].label), e))
+        else:
+            pairs.append((None, e))
+    pairs += [(o, None) for o in old.values()]
+    return pairs
+
+
+def _rel(before: float | None, now: float | None) -> float | None:
+    if before is None or now is None or before == 0:
+        return None
+    return (now - before) / before
+
+
+# metric → (column stem, higher is better, unit format)
+METRICS: dict[str, tuple[str, bool, str]] = {
+    "output_tok_s": ("output throughput", True, "{:,.0f} tok/s"),
+    "ttft_ms_p95": ("TTFT p95", False, "{:,.0f} ms"),
+    "usd_per_mtok": ("$/M output tokens", False, "${:,.3f}"),
+}
+
+
+class ReviewResult(_Model):
+    """The quarterly review of one run: what changed since the last run of the same workload, and flags."""
+
+    workload: str
+    current: RunSnapshot
+    previous: RunSnapshot | None = Field(description="The latest earlier run of the workload, if any.")
+    history: list[RunSnapshot] = Field(default_factory=list, description="Earlier runs, oldest first.")
+    threshold: float
+    flags: list[str] = Field(default_factory=list, description="Flipped decision and regressions (top of report).")
+    notes: list[str] = Field(default_factory=list, description="Other changes: versions, configurations.")
+
+    @property
+    def has_history(self) -> bool:
+        """Whether an earlier run of the workload exists."""
+        return self.previous is not None
+
+    def headline(self) -> list[str]:
+        """Sentences for the top of the report: flags first, then notes."""
+        return self.flags + self.notes
+
+    def changes(self) -> pd.DataFrame:
+        """One row per configuration: version, throughput, TTFT p95 and $/Mtok, before and now, with changes."""
+        if self.previous is None:
+            return pd.DataFrame()
+        rows = []
+        for b, n in _pairs(self.previous.engines, self.current.engines):
+            row: dict[str, Any] = {
+                "label": (n or b).label,
+                "engine": (n or b).engine,
+                "version before": b.version if b else None,
+                "version now": n.version if n else None,
+                "concurrency before": b.concurrency if b else None,
+                "concurrency now": n.concurrency if n else None,
+            }
+            for key, (stem, _, _) in METRICS.items():
+                vb, vn = (getattr(b, key) if b else None), (getattr(n, key) if n else None)
+                row[f"{stem} before"], row[f"{stem} now"], row[f"{stem} change"] = vb, vn, _rel(vb, vn)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def decision_table(self) -> pd.DataFrame:
+        """Primary and backup of the earlier run and of this one."""
+        p, c = self.previous, self.current
+        return pd.DataFrame(
+            [
+                {"role": "primary", "before": p.primary if p else None, "now": c.primary},
+                {"role": "backup", "before": p.backup if p else None, "now": c.backup},
+                {"role": "primary family", "before": p.primary_family if p else None, "now": c.primary_family},
+            ]
+        )
+
+    def history_table(self) -> pd.DataFrame:
+        """Every run of the workload (earlier ones and this one) with each configuration's numbers."""
+        runs = [*self.history, self.current]
+        return pd.DataFrame(
+            [
+                {"run": r.run_id, "date (UTC)": r.created_utc, "primary": r.primary, **e.model_dump()}
+                for r in runs
+                for e in r.engines
+            ]
+        )
+
+
+def _earlier(current: RunSnapshot, archive: list[dict[str, Any]]) -> list[RunSnapshot]:
+    """Archived runs of the same workload other than ``current``, older than it, oldest first."""
+    out = []
+    for s in archive:
+        snap = snapshot(s)
+        if snap.workload != current.workload or snap.run_id == current.run_id:
+            continue
+        if current.created_utc and snap.created_utc and snap.created_utc > current.created_utc:
+            continue
+        out.append(snap)
+    return sorted(out, key=lambda r: (r.created_utc or "", r.run_id))
+
+
+def _decision_flags(prev: RunSnapshot, cur: RunSnapshot, since: str) -> tuple[list[str], list[str]]:
+    flags, notes = [], []
+    if prev.primary and cur.primary and prev.primary != cur.primary:
+        fam = (
+            f" ({prev.primary_family} → {cur.primary_family})"
+            if prev.primary_family and cur.primary_family and prev.primary_family != cur.primary_family
+            else ""
+        )
+        if fam or not (prev.primary_family and prev.primary_family == cur.primary_family):
+            flags.append(f"Decision flipped{since}: primary was {prev.primary}, now {cur.primary}{fam}.")
+        else:
+            notes.append(f"Primary configuration renamed or retuned{since}: {prev.primary} → {cur.primary} "
+                         f"(same engine family, {cur.primary_family}).")  # fmt: skip
+    if prev.backup != cur.backup:
+        notes.append(f"Backup changed{since}: {prev.backup or 'none'} → {cur.backup or 'none'}.")
+    return flags, notes
+
+
+def review(current_summary: dict[str, Any], archive: list[dict[str, Any]], cfg: PlaybookConfig) -> ReviewResult:
+    """Compare this run with the latest earlier run of the same workload in ``archive``; flag what matters."""
+    cur = snapshot(current_summary)
+    history = _earlier(cur, archive)
+    thr = cfg.review.regression_threshold
+    if not history:
+        note = (
+            f"No earlier run of workload {cur.workload!r} in the archive: this run is the baseline for the next review."
+        )
+        return ReviewResult(workload=cur.workload, current=cur, previous=None, history=[], threshold=thr, notes=[note])
+    prev = history[-1]
+    since = f" since run {prev.run_id}" + (f" ({prev.created_utc[:10]})" if prev.created_utc else "")
+    flags, notes = _decision_flags(prev, cur, since)
+    for b, n in _pairs(prev.engines, cur.engines):
+        if b is None or n is None:
+            e = b or n
+            notes.append(f"Configuration {e.label} ({e.engine}) {'added' if b is None else 'no longer measured'}.")
+            continue
+        if b.version != n.version:
+            notes.append(f"{n.label}: {n.engine} {b.version or '?'} → {n.version or '?'}.")
+        for key, (stem, higher_better, fmt) in METRICS.items():
+            vb, vn = getattr(b, key), getattr(n, key)
+            change = _rel(vb, vn)
+            if change is None:
+                continue
+            worse = -change if higher_better else change
+            if worse > thr:
+                flags.append(
+                    f"Regression: {n.label} {stem} {fmt.format(vb)} → {fmt.format(vn)} ({change:+.0%}){since}, "
+                    f"beyond the {thr:.0%} threshold."
+                )
+        if b.concurrency != n.concurrency and b.concurrency and n.concurrency:
+            notes.append(f"{n.label}: representative point moved from concurrency {b.concurrency} to "
+                         f"{n.concurrency}; compare the numbers with that in mind.")  # fmt: skip
+    if not flags:
+        notes.insert(0, f"No flipped decision and no regression beyond {thr:.0%}{since}.")
+    return ReviewResult(
+        workload=cur.workload, current=cur, previous=prev, history=history, threshold=thr, flags=flags, notes=notes
+    )
+
+
+def _version_key(v: str):
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(v.lstrip("v"))
+    except InvalidVersion:
+        return None
+
+
+def version_currency(summary: dict[str, Any], cfg: PlaybookConfig) -> pd.DataFrame:
+    """Per measured configuration: its engine version against ``cfg.review.current_versions``, and whether stale."""
+    current = cfg.review.current_versions
+    rows = []
+    for e in summary.get("engines") or []:
+        engine, measured = e.get("engine") or "?", e.get("version")
+        latest = current.get(engine)
+        if measured is None:
+            status, note = "unknown", "the run recorded no version"
+        elif latest is None:
+            status, note = "unknown", f"review.current_versions has no entry for {engine!r}"
+        else:
+            a, b = _version_key(measured), _version_key(latest)
+            if measured == latest or (a is not None and a == b):
+                status, note = "current", ""
+            elif a is not None and b is not None and a > b:
+                status, note = "current", f"newer than the listed {latest}"
+            else:
+                status, note = "stale", f"measured {measured}, current {latest}: re-run before relying on it"
+        rows.append({"label": e.get("label"), "engine": engine, "measured version": measured,
+                     "current version": latest, "status": status, "note": note})  # fmt: skip
+    return pd.DataFrame(rows, columns=["label", "engine", "measured version", "current version", "status", "note"])
+
+
+def currency_sentences(df: pd.DataFrame) -> list[str]:
+    """Short sentences naming the stale results of a ``version_currency`` table (or saying none is)."""
+    stale = df[df["status"] == "stale"] if not df.empty else df
+    if df.empty:
+        return ["No engine was measured in this run."]
+    if stale.empty:
+        unknown = int((df["status"] == "unknown").sum())
+        tail = f" ({unknown} without a listed current version)" if unknown else ""
+        return [f"No stale results: every measured engine version is current{tail}."]
+    return [
+        f"Stale: {r['label']} was measured on {r['engine']} {r['measured version']}; current is {r['current version']}."
+        for _, r in stale.iterrows()
+    ]

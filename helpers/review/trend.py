@@ -1,0 +1,92 @@
+"""Trends for ``reports/index.html``: throughput and $/M output tokens over time, per workload and engine.
+
+Rows come from the same snapshots as the quarterly review (``helpers.review.compare.snapshot``), so the
+index and the review agree on every number. ``trend_html`` returns a section with the charts inlined
+as PNG data URIs, so the index stays one self-contained file.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import pandas as pd
+
+from helpers.review.compare import snapshot
+
+
+def trend_rows(archive: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per archived run and configuration: date, workload, version, throughput, TTFT p95, $/Mtok."""
+    rows = []
+    for s in archive:
+        run = snapshot(s)
+        for e in run.engines:
+            rows.append(
+                {
+                    "workload": run.workload,
+                    "run_id": run.run_id,
+                    "created_utc": run.created_utc,
+                    "is_primary": e.label == run.primary,
+                    **e.model_dump(exclude={"cost_source"}),
+                }
+            )
+    return sorted(rows, key=lambda r: (r["workload"], r["created_utc"] or "", r["run_id"], r["label"]))
+
+
+def trend_figure(archive: list[dict[str, Any]], workload: str):
+    """Throughput and $/Mtok over time for ``workload``, one line per configuration (a matplotlib Figure)."""
+    import matplotlib.pyplot as plt
+
+    df = pd.DataFrame([r for r in trend_rows(archive) if r["workload"] == workload])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    if df.empty:
+        for ax in axes:
+            ax.text(0.5, 0.5, f"no archived run of {workload}", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    df["when"] = pd.to_datetime(df["created_utc"], utc=True, errors="coerce")
+    panels = ((axes[0], "output_tok_s", "output tokens/s"), (axes[1], "usd_per_mtok", "$/M output tokens"))
+    for ax, col, ylabel in panels:
+        for label, g in df.groupby("label", sort=True):
+            g = g.dropna(subset=["when", col]).sort_values("when")
+            if g.empty:
+                continue
+            ax.plot(g["when"], g[col], marker="o", label=label)
+            prim = g[g["is_primary"]]
+            ax.scatter(prim["when"], prim[col], marker="*", s=140, color="black", zorder=3)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+    axes[0].set_title(f"{workload}: throughput at the tuned point")
+    axes[1].set_title("cost per million output tokens (★ = primary)")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def trend_png_data_uri(archive: list[dict[str, Any]], workload: str) -> str:
+    """``trend_figure`` as a ``data:image/png;base64,...`` URI (the index page stays one file)."""
+    import matplotlib.pyplot as plt
+
+    fig = trend_figure(archive, workload)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def trend_html(archive: list[dict[str, Any]]) -> str:
+    """An HTML section with one trend chart per workload that has a measured point, images inline."""
+    from helpers.report.notebook import esc
+
+    workloads = sorted({r["workload"] for r in trend_rows(archive) if r["output_tok_s"] is not None})
+    if not workloads:
+        return ""
+    parts = ["<h2>Trends per workload</h2>"]
+    for w in workloads:
+        runs = sum(1 for s in archive if (s.get("workload") or "?") == w)
+        parts.append(
+            f"<h3>{esc(w)} <small>({runs} run(s))</small></h3>"
+            f"<img alt='throughput and cost over time for {esc(w)}' src='{trend_png_data_uri(archive, w)}'>"
+        )
+    return "\n".join(parts)

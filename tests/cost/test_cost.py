@@ -1,0 +1,163 @@
+import math
+
+import pandas as pd
+import pytest
+from decision_data import SGLANG, TRT, TRT_FAILED, VLLM, cfg, results, scaled
+from matplotlib.figure import Figure
+
+from helpers.core.errors import ConfigError
+from helpers.cost.break_even import break_even, tco_curve
+from helpers.cost.compute import (
+    HOURS_PER_MONTH,
+    best_points,
+    cost_per_million,
+    cost_table,
+    fleet_and_tco,
+    price_for,
+    traffic_demand,
+    within_sla,
+)
+from helpers.cost.plots import plot_cost_per_mtok, plot_tco_stacked, plot_tco_vs_traffic
+from helpers.model.reference_data import load_gpu_prices
+
+PEAK = {"peak_requests_per_s": 20, "output_tokens_mean": 256, "concurrency_p99": 120}
+
+
+@pytest.mark.parametrize(
+    ("price", "tok_s", "expected"),
+    [
+        (5.01, 12_500, 0.111333),  # seed 003 §4.4: H100 $5.01/h, vLLM ~12.5k tok/s
+        (5.01, 16_200, 0.085905),  # SGLang ~16.2k tok/s
+        (4.54, 417.0, 3.024247),  # the H200 fixture's vLLM point at concurrency 10
+    ],
+)
+def test_cost_formula_on_seed_example(price, tok_s, expected):
+    assert cost_per_million(price, tok_s) == pytest.approx(expected, rel=1e-5)
+
+
+def test_cost_formula_without_throughput_is_nan():
+    assert math.isnan(cost_per_million(5.01, 0))
+
+
+def test_price_table_has_seed_price_with_source_and_date():
+    prices = load_gpu_prices()
+    h100 = prices["H100-SXM5-80GB"]
+    assert h100.price_per_hour == 5.01 and h100.date == "2026-08" and "Spheron" in h100.source
+    assert prices["cpu"].kind == "assumption" and "ASSUMED" in prices["cpu"].source
+    assert all(p.source and p.date for p in prices.values())
+
+
+def test_price_choice_config_table_cpu_and_unknown():
+    c = cfg([VLLM], cost={"gpu": "H100-SXM5-80GB"})
+    price, source, what = price_for("vllm", c)
+    assert (price, what) == (5.01, "H100-SXM5-80GB") and "Spheron" in source
+    price, source, what = price_for("vllm-cpu", c)
+    assert what == "cpu" and "ASSUMED" in source
+    c = cfg([VLLM], cost={"gpu": "H100-SXM5-80GB", "gpu_price_per_hour": 2.5})
+    assert price_for("vllm", c)[:2] == (2.5, "config cost.gpu_price_per_hour")
+    assert price_for("vllm", cfg([VLLM], cost={"gpu": "NVIDIA H200"}))[::2] == (4.54, "H200-SXM-141GB")
+    with pytest.raises(ConfigError, match="cost.gpu: 'MI300X'"):
+        price_for("vllm", cfg([VLLM], cost={"gpu": "MI300X"}))
+
+
+def test_cost_table_rows_and_formula():
+    t = cost_table(results(), cfg())
+    assert len(t) == 13  # 3 engines × 4 points + the failed engine's one row
+    failed = t[t["label"] == TRT_FAILED].iloc[0]
+    assert failed["status"] == "failed" and pd.isna(failed["usd_per_mtok_output"])
+    row = t[(t["label"] == VLLM) & (t["concurrency"] == 10)].iloc[0]
+    assert row["usd_per_mtok_output"] == pytest.approx(4.54 / (417.0 * 3600) * 1e6)
+    assert row["usd_per_mtok_total"] == pytest.approx(4.54 / (1251.1 * 3600) * 1e6)
+    assert t[t["label"] == VLLM]["within_sla"].tolist() == [True, True, False, False]  # TTFT p95 2,000 ms
+
+
+def test_tensor_parallel_multiplies_the_hourly_cost():
+    c = cfg([VLLM])
+    c.engines[0].knobs.tensor_parallel = 2
+    row = cost_table(results(VLLM), c).iloc[1]
+    assert row["gpus_per_replica"] == 2 and row["usd_per_hour"] == pytest.approx(9.08)
+
+
+def test_within_sla_rejects_points_with_errors():
+    p = results(VLLM)[0].points[1].model_copy(update={"errors": 5})
+    assert not within_sla(p, cfg([VLLM]))
+    assert within_sla(results(VLLM)[0].points[1], cfg([VLLM]))
+
+
+@pytest.mark.parametrize(("ttft_sla", "expected_conc"), [(2000, 10), (6000, 100), (700, 10), (100, 1)])
+def test_best_point_is_highest_throughput_within_sla(ttft_sla, expected_conc):
+    b = best_points(results(VLLM), cfg([VLLM], sla={"ttft_p95_ms": ttft_sla})).iloc[0]
+    assert b["concurrency"] == expected_conc and b["meets_sla"]
+
+
+def test_traffic_demand_profile_then_config():
+    assert traffic_demand(cfg([VLLM]), PEAK)["output_tok_s"] == 5120
+    c = cfg([VLLM], workload={"peak_requests_per_s": 3.0, "output_tokens": 100})
+    d = traffic_demand(c, None)
+    assert d["output_tok_s"] == 300 and "config" in d["basis"]
+    assert traffic_demand(cfg([VLLM]), {})["basis"].startswith("no peak traffic")
+
+
+def test_fleet_sizing_and_tco():
+    f = fleet_and_tco(results(), cfg(), PEAK).set_index("label")
+    assert TRT_FAILED not in f.index
+    v = f.loc[VLLM]
+    assert v["replicas"] == 13  # ceil(5,120 / 417) = 13 > ceil(120 / 10) = 12
+    assert v["gpu_monthly_usd"] == pytest.approx(13 * 4.54 * HOURS_PER_MONTH)
+    assert v["build_s"] == 190 and "measured" in v["build_source"]
+    t = f.loc[TRT]
+    assert t["build_s"] == 1680 and "seed 003" in t["build_source"]  # no measured cold start: seed 28 min
+    assert "assumption" in t["ops_hours_source"]
+    assert t["tco_monthly_usd"] == pytest.approx(t["gpu_monthly_usd"] + t["ops_monthly_usd"])
+    expected_ops = (24 + 1680 / 3600) * 100 + 1680 / 3600 * 4.54
+    assert t["ops_monthly_usd"] == pytest.approx(expected_ops)
+
+
+def test_fleet_p99_concurrency_can_dominate_and_ops_hours_from_config():
+    c = cfg([VLLM], cost={"gpu": "H200-SXM-141GB", "ops_hours_per_month": {"vllm": 2}})
+    f = fleet_and_tco(results(VLLM), c, {"concurrency_p99": 200}).iloc[0]
+    assert f["replicas"] == 20 and f["base_ops_hours"] == 2 and "config" in f["ops_hours_source"]
+
+
+def test_fleet_without_sla_point_or_demand():
+    f = fleet_and_tco(results(VLLM), cfg([VLLM], sla={"ttft_p95_ms": 10}), PEAK).iloc[0]
+    assert pd.isna(f["replicas"]) and math.isnan(f["tco_monthly_usd"]) and "no measured point" in f["sizing_basis"]
+    f = fleet_and_tco(results(VLLM), cfg([VLLM]), None).iloc[0]
+    assert f["replicas"] == 1 and "one replica" in f["sizing_basis"]
+
+
+def test_break_even_traffic_equalises_cost():
+    be = break_even(results(VLLM, TRT), cfg([VLLM, TRT]), PEAK)
+    row = be[(be["harder"] == TRT) & (be["easier"] == VLLM)].iloc[0]
+    f = fleet_and_tco(results(VLLM, TRT), cfg([VLLM, TRT]), PEAK).set_index("label")
+    t = row["break_even_output_tok_s"]
+
+    def monthly(label):
+        g = f.loc[label]
+        return g["ops_monthly_usd"] + t * 4.54 * HOURS_PER_MONTH / g["output_tok_s"]
+
+    assert monthly(TRT) == pytest.approx(monthly(VLLM))
+    assert row["pays_off_now"] == (5120 >= t)
+
+
+def test_break_even_never_when_harder_is_not_cheaper():
+    slow = scaled(results(TRT)[0], 0.5)
+    be = break_even([results(VLLM)[0], slow], cfg([VLLM, TRT]), PEAK)
+    row = be.iloc[0]
+    assert row["harder"] == TRT and math.isnan(row["break_even_output_tok_s"]) and row["verdict"].startswith("never")
+
+
+def test_tco_curve_and_plots():
+    res, c = results(), cfg()
+    curve = tco_curve(res, c, PEAK)
+    assert set(curve["label"]) == {VLLM, SGLANG, TRT} and (curve["replicas"] >= 1).all()
+    figs = [
+        plot_cost_per_mtok(cost_table(res, c)),
+        plot_tco_stacked(fleet_and_tco(res, c, PEAK)),
+        plot_tco_vs_traffic(curve, 5120),
+    ]
+    assert all(isinstance(f, Figure) for f in figs)
+    assert len(figs[0].axes[0].get_lines()) == 3
+    assert len(figs[1].axes[0].patches) == 6  # 3 configurations × (GPU, operations)
+    empty = plot_tco_stacked(fleet_and_tco([], c, PEAK))
+    assert isinstance(empty, Figure)

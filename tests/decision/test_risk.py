@@ -1,0 +1,107 @@
+import math
+
+import pytest
+from decision_data import SGLANG, TRT, VLLM, cfg, results
+
+from helpers.core.config import Knobs
+from helpers.decision.risk import migration_plan, risk_register
+from helpers.decision.tree import decide
+from helpers.engines import ENGINES
+from helpers.model.reference_data import load_engine_facts
+
+STABLE = {"updates_per_month": 0.2}
+BIG_TEAM = {"size": 12, "mlops_maturity": "high", "chase_peak": True}
+RISKS = {"ecosystem lock-in", "hardware binding", "community activity", "model-support lag", "ops complexity"}
+
+
+def _decision(labels, **sections):
+    c = cfg(labels, **sections)
+    return decide(results(*labels), c, {"peak_requests_per_s": 20, "output_tokens_mean": 256}), c
+
+
+def _cell(reg, family, risk, col):
+    return reg[(reg["family"] == family) & (reg["risk"] == risk)][col].iloc[0]
+
+
+def test_engine_facts_are_dated_and_sourced():
+    facts = load_engine_facts()
+    assert set(facts) == {"vllm", "sglang", "trtllm"}
+    for fam in facts.values():
+        assert all(f.date and f.source for f in fam.facts)
+        assert fam.ops_hours_per_month.assumption  # the hours are labelled assumptions
+    community = " ".join(f.text + f.date for f in facts["vllm"].about("community"))
+    assert "46,500" in community and "1,000" in community and "2025-05" in community
+    assert facts["trtllm"].nvidia_only and facts["trtllm"].cold_start.seconds == 28 * 60
+    assert facts["vllm"].cold_start.seconds == 62
+
+
+def test_register_covers_every_family_and_risk_with_roles():
+    d, c = _decision([VLLM, SGLANG, TRT], cadence=STABLE, team=BIG_TEAM)
+    reg = risk_register(d, c)
+    assert set(reg["family"]) == {"vllm", "sglang", "trtllm"}
+    for fam in ("vllm", "sglang", "trtllm"):
+        assert set(reg[reg["family"] == fam]["risk"]) == RISKS
+    assert reg.iloc[0]["role"] == "primary" and reg.iloc[0]["family"] == d.primary_family
+    assert set(reg[reg["family"] == d.backup_family]["role"]) == {"backup"}
+    assert reg["mitigation"].str.len().min() > 10 and reg["evidence"].str.len().min() > 10
+    assert _cell(reg, "trtllm", "hardware binding", "likelihood") == "high"
+    assert _cell(reg, "trtllm", "hardware binding", "impact") == "high"
+    assert _cell(reg, "vllm", "hardware binding", "likelihood") == "low"
+    assert "46,500" in _cell(reg, "vllm", "community activity", "evidence")
+
+
+@pytest.mark.parametrize(
+    ("sections", "family", "risk", "likelihood", "impact"),
+    [
+        ({"cadence": STABLE}, "sglang", "hardware binding", "medium", "medium"),
+        (
+            {"cadence": STABLE, "hardware": {"vendors": "amd-planned"}},
+            "sglang",
+            "hardware binding",
+            "high",
+            "medium",
+        ),
+        ({"cadence": STABLE}, "sglang", "model-support lag", "medium", "medium"),
+        ({"cadence": {"updates_per_month": 4}}, "sglang", "model-support lag", "high", "high"),
+        ({"cadence": STABLE, "team": BIG_TEAM}, "vllm", "ops complexity", "low", "medium"),
+        ({"cadence": STABLE, "team": {"size": 2}}, "vllm", "ops complexity", "medium", "high"),
+    ],
+)
+def test_config_answers_adjust_likelihood_and_impact(sections, family, risk, likelihood, impact):
+    d, c = _decision([VLLM, SGLANG], **sections)
+    reg = risk_register(d, c)
+    assert (_cell(reg, family, risk, "likelihood"), _cell(reg, family, risk, "impact")) == (
+        likelihood,
+        impact,
+    )
+
+
+def test_migration_plan_reads_the_adapters():
+    d, c = _decision([VLLM, SGLANG, TRT], cadence=STABLE, team=BIG_TEAM)
+    assert (d.primary, d.backup) == (TRT, VLLM)
+    plan = migration_plan(d, c)
+    ch = plan["changes"].set_index("aspect")
+    src, dst = ENGINES["trtllm"], ENGINES["vllm"]
+    assert ch.loc["deployment image", "from"] == src.default_image
+    assert ch.loc["deployment image", "to"] == dst.default_image
+    assert ch.loc["launch flags (knobs)", "to"] == " ".join(dst.knob_flags(Knobs()))
+    assert ch.loc["metric: waiting", "from"] == src.metrics.waiting
+    assert ch.loc["metric: waiting", "to"] == dst.metrics.waiting
+    assert ch.loc["metrics path", "from"] == "/prometheus/metrics"
+    assert any("2000 ms" in t for t in plan["rollback_triggers"])
+    assert any("417" in t for t in plan["rollback_triggers"])  # the backup's measured tuned throughput
+    assert plan["effort_days"] == pytest.approx(plan["effort"]["days"].sum())
+
+
+def test_migration_to_a_compiled_engine_adds_a_build_pipeline():
+    d, c = _decision([VLLM, TRT], cadence=STABLE)
+    assert (d.primary, d.backup) == (VLLM, TRT)
+    plan = migration_plan(d, c)
+    assert "build pipeline" in " ".join(plan["effort"]["task"])
+    assert plan["changes"].set_index("aspect").loc["options file", "to"] != "(none)"  # trtllm's LLM-API YAML
+
+
+def test_migration_without_backup():
+    d, c = _decision([VLLM])
+    plan = migration_plan(d, c)
+    assert plan["to"] is None and math.isnan(plan["effort_days"]) and "measure one" in plan["steps"][0]

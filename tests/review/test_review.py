@@ -1,0 +1,210 @@
+"""Steps 11-12: quarterly review against archived runs, trends for the index, version currency."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from matplotlib.figure import Figure
+
+from helpers.core.config import parse_config
+from helpers.review.compare import currency_sentences as stale_lines
+from helpers.review.compare import review, snapshot, version_currency
+from helpers.review.trend import trend_figure, trend_html, trend_rows
+
+PRICE = 5.01  # $/GPU-hour in the archived configs
+
+
+def _engine(label, engine, version, tok_s, ttft, tp=1, concurrency=50):
+    point = None
+    if tok_s is not None:
+        point = {"label": label, "engine": engine, "concurrency": concurrency, "phase": "tune",
+                 "knobs": {"tensor_parallel": tp} if tp > 1 else {}, "output_tok_s": tok_s,
+                 "ttft_ms_p95": ttft, "requests": 100, "errors": 0}  # fmt: skip
+    return {"label": label, "engine": engine, "version": version, "status": "ok" if point else "failed",
+            "tuned_knobs": None, "representative_point": point}  # fmt: skip
+
+
+def summary(run_id, created, engines, primary, backup, workload="chat-prod", cost=None, family=None):
+    """A hand-built summary.json of the shape helpers.run.summary writes."""
+    s = {
+        "schema": 1,
+        "run_id": run_id,
+        "created_utc": created,
+        "workload": workload,
+        "recommendation": {"primary": primary, "backup": backup, "sentences": []},
+        "engines": engines,
+        "cost": cost,
+        "decision": {"primary_family": family} if family else None,
+        "config": {"name": workload, "cost": {"gpu": "H100-SXM5-80GB", "gpu_price_per_hour": PRICE},
+                   "engines": [{"label": e["label"], "engine": e["engine"]} for e in engines]},
+    }  # fmt: skip
+    s["_dir"] = run_id
+    return s
+
+
+Q1 = summary(
+    "2026-01-10-chat",
+    "2026-01-10T09:00:00+00:00",
+    [_engine("vllm-h100", "vllm", "0.26.0", 12500, 900, tp=2), _engine("sglang-h100", "sglang", "0.5.16", 16200, 800)],
+    "sglang-h100",
+    "vllm-h100",
+    family="sglang",
+)
+
+
+def cfg(threshold=0.10, current=None):
+    return parse_config(
+        {
+            "name": "chat-prod",
+            "model": {"path": "tiny-llama"},
+            "engines": [{"label": "x", "engine": "vllm", "launcher": {"python": "python3"}}],
+            "review": {"regression_threshold": threshold, "current_versions": current or {}},
+        }
+    )
+
+
+def test_run_without_history_says_so():
+    r = review(Q1, [Q1], cfg())
+    assert not r.has_history and r.previous is None
+    assert r.flags == []
+    assert "No earlier run of workload 'chat-prod'" in r.headline()[0]
+    assert r.changes().empty
+
+
+def test_other_workloads_and_later_runs_are_not_history():
+    other = summary("2025-12-01-batch", "2025-12-01T00:00:00+00:00", Q1["engines"], "vllm-h100", None, workload="batch")
+    later = {**Q1, "run_id": "2026-07-01-chat", "_dir": "2026-07-01-chat", "created_utc": "2026-07-01T00:00:00+00:00"}
+    r = review(Q1, [other, Q1, later], cfg())
+    assert not r.has_history
+
+
+def test_two_runs_name_the_differences():
+    q2 = summary(
+        "2026-04-10-chat",
+        "2026-04-10T09:00:00+00:00",
+        [
+            _engine("vllm-h100", "vllm", "0.27.1", 13000, 850, tp=2),
+            _engine("sglang-h100", "sglang", "0.5.16", 16000, 780),
+        ],
+        "sglang-h100",
+        "vllm-h100",
+        family="sglang",
+    )
+    r = review(q2, [Q1, q2], cfg())
+    assert r.has_history and r.previous.run_id == "2026-01-10-chat"
+    assert r.flags == []  # +4% and -1.2% are within the 10% threshold
+    assert "vllm-h100: vllm 0.26.0 → 0.27.1." in r.notes
+    assert r.notes[0].startswith("No flipped decision and no regression beyond 10% since run 2026-01-10-chat")
+    ch = r.changes().set_index("label")
+    assert ch.loc["vllm-h100", "version before"] == "0.26.0" and ch.loc["vllm-h100", "version now"] == "0.27.1"
+    assert ch.loc["vllm-h100", "output throughput before"] == 12500
+    assert ch.loc["vllm-h100", "output throughput change"] == pytest.approx(0.04)
+    assert ch.loc["sglang-h100", "TTFT p95 change"] == pytest.approx(-0.025)
+    # $/Mtok computed from the point and the archived price (the cost section is None): $/h ÷ (tok/s × 3600) × 1e6
+    assert ch.loc["sglang-h100", "$/M output tokens now"] == pytest.approx(PRICE / (16000 * 3600) * 1e6)
+    assert ch.loc["vllm-h100", "$/M output tokens before"] == pytest.approx(2 * PRICE / (12500 * 3600) * 1e6)
+    dt = r.decision_table().set_index("role")
+    assert dt.loc["primary", "before"] == dt.loc["primary", "now"] == "sglang-h100"
+
+
+def test_flipped_decision_and_regression_are_flagged():
+    q2 = summary(
+        "2026-04-10-chat",
+        "2026-04-10T09:00:00+00:00",
+        [
+            _engine("vllm-h100", "vllm", "0.27.1", 13000, 850, tp=2),
+            _engine("sglang-h100", "sglang", "0.5.17", 12000, 1500),
+        ],
+        "vllm-h100",
+        "sglang-h100",
+        family="vllm",
+    )
+    r = review(q2, [Q1, q2], cfg())
+    flip = [f for f in r.flags if f.startswith("Decision flipped")]
+    assert flip == ["Decision flipped since run 2026-01-10-chat (2026-01-10): primary was sglang-h100, now vllm-h100 "
+                    "(sglang → vllm)."]  # fmt: skip
+    regress = [f for f in r.flags if f.startswith("Regression")]
+    assert any("sglang-h100 output throughput 16,200 tok/s → 12,000 tok/s (-26%)" in f for f in regress)
+    assert any("sglang-h100 TTFT p95 800 ms → 1,500 ms (+88%)" in f for f in regress)
+    assert any("sglang-h100 $/M output tokens" in f for f in regress)
+    assert not any("vllm-h100" in f for f in regress)
+    assert "Backup changed since run 2026-01-10-chat (2026-01-10): vllm-h100 → sglang-h100." in r.notes
+    # a looser threshold keeps the flip but drops the regressions below it
+    loose = review(q2, [Q1, q2], cfg(threshold=0.9))
+    assert [f for f in loose.flags if f.startswith("Regression")] == []
+    assert any(f.startswith("Decision flipped") for f in loose.flags)
+
+
+def test_renamed_configuration_matches_by_engine_and_failed_one_is_handled():
+    q2 = summary(
+        "2026-04-10-chat",
+        "2026-04-10T09:00:00+00:00",
+        [
+            _engine("vllm-h100-v2", "vllm", "0.27.1", 12600, 880, tp=2),
+            _engine("sglang-h100", "sglang", "0.5.17", None, None),
+        ],
+        "vllm-h100-v2",
+        None,
+        family="vllm",
+    )
+    r = review(q2, [Q1, q2], cfg())
+    ch = r.changes().set_index("label")
+    assert ch.loc["vllm-h100-v2", "output throughput before"] == 12500  # matched to vllm-h100
+    assert math.isnan(ch.loc["sglang-h100", "output throughput now"])  # failed now: no number, no crash
+    assert not any("sglang-h100 output" in f for f in r.flags)
+
+
+def test_cost_section_wins_when_present():
+    # the shape helpers.cost.view writes to cost.json: a row per point, and a fleet row per configuration
+    points = [
+        {"label": "sglang-h100", "phase": "tune", "concurrency": 10, "knobs": "", "usd_per_mtok_output": 9.9},
+        {"label": "sglang-h100", "phase": "tune", "concurrency": 50, "knobs": "", "usd_per_mtok_output": 0.123},
+    ]
+    fleet = [{"label": "vllm-h100", "usd_per_mtok_output": 0.456}]
+    s = snapshot({**Q1, "cost": {"points": points, "fleet": fleet, "break_even": [], "demand": {}}})
+    by = {e.label: e for e in s.engines}
+    assert by["sglang-h100"].usd_per_mtok == 0.123 and by["sglang-h100"].cost_source == "summary cost section"
+    assert by["vllm-h100"].usd_per_mtok == 0.456
+    computed = {e.label: e for e in snapshot({**Q1, "cost": {"points": [], "fleet": []}}).engines}
+    assert computed["vllm-h100"].usd_per_mtok == pytest.approx(2 * PRICE / (12500 * 3600) * 1e6)
+    assert computed["vllm-h100"].cost_source.startswith("computed: 2 × config cost.gpu_price_per_hour")
+
+
+def test_trend_rows_figure_and_index_section():
+    q2 = summary(
+        "2026-04-10-chat",
+        "2026-04-10T09:00:00+00:00",
+        [_engine("vllm-h100", "vllm", "0.27.1", 13000, 850, tp=2)],
+        "vllm-h100",
+        None,
+    )
+    batch = [_engine("v", "vllm", "0.26.0", 900, 90)]
+    other = summary("2026-02-01-batch", "2026-02-01T00:00:00+00:00", batch, "v", None, workload="batch")
+    archive = [Q1, other, q2]
+    rows = trend_rows(archive)
+    assert len(rows) == 4
+    chat = [r for r in rows if r["workload"] == "chat-prod" and r["label"] == "vllm-h100"]
+    assert [r["output_tok_s"] for r in chat] == [12500, 13000]
+    assert [r["is_primary"] for r in chat] == [False, True]
+    fig = trend_figure(archive, "chat-prod")
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    assert sorted(line.get_label() for line in fig.axes[0].get_lines()) == ["sglang-h100", "vllm-h100"]
+    html = trend_html(archive)
+    assert html.count("data:image/png;base64,") == 2 and "chat-prod" in html and "batch" in html
+    assert trend_html([]) == ""
+
+
+def test_version_currency_marks_stale_results():
+    c = cfg(current={"vllm": "0.27.1", "sglang": "0.5.16"})
+    df = version_currency(Q1, c).set_index("label")
+    assert df.loc["vllm-h100", "status"] == "stale" and df.loc["sglang-h100", "status"] == "current"
+    lines = stale_lines(version_currency(Q1, c))
+    assert lines == ["Stale: vllm-h100 was measured on vllm 0.26.0; current is 0.27.1."]
+    unknown = version_currency(Q1, cfg())
+    assert set(unknown["status"]) == {"unknown"}
+    assert stale_lines(unknown) == ["No stale results: every measured engine version is current (2 without a "
+                                    "listed current version)."]  # fmt: skip
+    newer = version_currency(Q1, cfg(current={"vllm": "0.25.0", "sglang": "v0.5.16"})).set_index("label")
+    assert newer.loc["vllm-h100", "status"] == "current" and "newer" in newer.loc["vllm-h100", "note"]
+    assert newer.loc["sglang-h100", "status"] == "current"
