@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from helpers.core.registry import Registry
 from helpers.engines import ENGINES
 from helpers.run.records import EngineResult, Point
 
@@ -26,17 +27,15 @@ class Measured:
 
 
 Check = Callable[[list[EngineResult]], Measured | None]
-CLAIMS: list[tuple[str, str, Check]] = []
 
 
-def claim(text: str, seed: str) -> Callable[[Check], Check]:
-    """Register a check for a seed claim."""
+@dataclass(frozen=True)
+class Claim:
+    """A seed claim: its text, what the seed says, and the check that reads this run's results."""
 
-    def wrap(fn: Check) -> Check:
-        CLAIMS.append((text, seed, fn))
-        return fn
-
-    return wrap
+    text: str
+    seed: str
+    check: Check
 
 
 def _family(r: EngineResult) -> str:
@@ -56,7 +55,6 @@ def _prefix_on(r: EngineResult, on: bool) -> bool:
     return (knob is None and on) or knob is on
 
 
-@claim("SGLang / vLLM total throughput at high concurrency", "≈1.30 (16.2k vs 12.5k tok/s, seed 000 §5.2)")
 def _sglang_vs_vllm(results: list[EngineResult]) -> Measured | None:
     v, s = _ok(results, "vllm"), _ok(results, "sglang")
     if not v or not s:
@@ -73,7 +71,6 @@ def _sglang_vs_vllm(results: list[EngineResult]) -> Measured | None:
     )
 
 
-@claim("Continuous batching gain, concurrency 1 → highest", "3-10× (seed 000 appendix)")
 def _batching(results: list[EngineResult]) -> Measured | None:
     parts = []
     for r in results:
@@ -88,7 +85,6 @@ def _batching(results: list[EngineResult]) -> Measured | None:
     return Measured(value, f"output tok/s at concurrency {parts[0][3]} ÷ at {parts[0][2]}{cut}")
 
 
-@claim("Prefix caching saves prefill (shared prefix, cache on vs off)", "80-90% of prefill (seed 000)")
 def _prefix(results: list[EngineResult]) -> Measured | None:
     values, bases = [], []
     for fam in ("vllm", "sglang", "trtllm"):
@@ -127,14 +123,6 @@ def _cold_start(family: str) -> Check:
     return check
 
 
-claim("vLLM cold start", "62 s (seed 003 §4.3, 70B on H100)")(_cold_start("vllm"))
-claim("SGLang cold start", "not given by the seeds")(_cold_start("sglang"))
-claim("TensorRT-LLM cold start", "28 min first engine build; ~90 s PyTorch backend (seed 003 §4.3)")(
-    _cold_start("trtllm")
-)
-
-
-@claim("vLLM total throughput at the highest concurrency", "~12,500 tok/s (seed 000 §5.2: 70B FP8, one H100)")
 def _vllm_abs(results: list[EngineResult]) -> Measured | None:
     rs = _ok(results, "vllm")
     if not rs:
@@ -158,8 +146,8 @@ def _cut_note(*points: Point) -> str:
 def claims_table(results: list[EngineResult]) -> pd.DataFrame:
     """Claimed vs measured, one row per registered claim."""
     rows = []
-    for text, seed, check in CLAIMS:
-        m = check(results)
+    for c in CLAIMS.values():
+        text, seed, m = c.text, c.seed, c.check(results)
         rows.append(
             {
                 "claim": text,
@@ -169,3 +157,24 @@ def claims_table(results: list[EngineResult]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+CLAIMS: Registry[Claim] = Registry("claim")
+for _text, _seed, _check in (
+    (
+        "SGLang / vLLM total throughput at high concurrency",
+        "≈1.30 (16.2k vs 12.5k tok/s, seed 000 §5.2)",
+        _sglang_vs_vllm,
+    ),
+    ("Continuous batching gain, concurrency 1 → highest", "3-10× (seed 000 appendix)", _batching),
+    ("Prefix caching saves prefill (shared prefix, cache on vs off)", "80-90% of prefill (seed 000)", _prefix),
+    ("vLLM cold start", "62 s (seed 003 §4.3, 70B on H100)", _cold_start("vllm")),
+    ("SGLang cold start", "not given by the seeds", _cold_start("sglang")),
+    (
+        "TensorRT-LLM cold start",
+        "28 min first engine build; ~90 s PyTorch backend (seed 003 §4.3)",
+        _cold_start("trtllm"),
+    ),
+    ("vLLM total throughput at the highest concurrency", "~12,500 tok/s (seed 000 §5.2: 70B FP8, one H100)", _vllm_abs),
+):
+    CLAIMS.add(_text, Claim(_text, _seed, _check))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from helpers.benchmark.run import tuning_candidates
 from helpers.run.records import EngineResult
 
 
@@ -50,8 +51,6 @@ def ttft_vs_concurrency(results: list[EngineResult], sla_ms: float) -> Figure:
 
 def tuning_curve(result: EngineResult, sla_ms: float, target: int) -> Figure | None:
     """Throughput and TTFT p95 for each batch size tried at the target concurrency (None if none was)."""
-    from helpers.benchmark.run import tuning_candidates
-
     pts = sorted(tuning_candidates(result, target), key=lambda p: p.knobs.get("max_num_seqs") or 0)
     if not any(p.phase == "tune" for p in pts):
         return None

@@ -11,7 +11,7 @@ from helpers.core.config import PlaybookConfig
 from helpers.environment.kv_prediction import predicted_kv_tokens
 from helpers.measure.telemetry import local_gpu_spec
 from helpers.model.gpu_specs import GpuSpec, gpu_spec
-from helpers.report.notebook import Context, not_yet, progress, say, show_figure, show_table
+from helpers.report.notebook import Context, esc, not_yet, progress, say, show_figure, show_html, show_table
 from helpers.run.records import EngineResult
 from helpers.workload.levels import scale_note
 
@@ -97,7 +97,6 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     for r in results:
         if r.status != "ok" and r.log_tail:
             say(f"{r.label}: {r.reason}", "warn")
-            from helpers.report.notebook import esc, show_html
 
             show_html(f"<details><summary>log tail of {esc(r.label)}</summary><pre>{esc(r.log_tail)}</pre></details>")
     df = points_frame(results)

@@ -15,6 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from helpers.core.errors import ConfigError
 from helpers.core.paths import resolve_model_dir
+from helpers.core.secrets import known_secrets, redact_data
+from helpers.core.text import unknown_choice
+from helpers.engines import ENGINES
+from helpers.launchers import LAUNCHERS
 
 
 class _Strict(BaseModel):
@@ -84,10 +88,8 @@ class LauncherSpec(_Strict):
     @field_validator("kind")
     @classmethod
     def _known_launcher(cls, v: str) -> str:
-        from helpers.launchers import LAUNCHERS
-
         if v not in LAUNCHERS:
-            raise ValueError(f"unknown launcher {v!r}; allowed: {', '.join(sorted(LAUNCHERS))}")
+            raise ValueError(unknown_choice("launcher", v, LAUNCHERS))
         return v
 
 
@@ -112,17 +114,13 @@ class EngineSpec(_Strict):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v: str) -> str:
-        from helpers.engines import ENGINES
-
         if v not in ENGINES:
-            raise ValueError(f"unknown engine {v!r}; allowed: {', '.join(sorted(ENGINES))}")
+            raise ValueError(unknown_choice("engine", v, ENGINES))
         return v
 
     @model_validator(mode="after")
     def _launcher_complete(self) -> EngineSpec:
         """The launcher has what its kind needs (checked here so the error names the engine)."""
-        from helpers.launchers import LAUNCHERS
-
         LAUNCHERS[self.launcher.kind].check_spec(self.launcher)
         return self
 
@@ -352,6 +350,4 @@ def load_config(path: str | Path) -> PlaybookConfig:
 
 def public_dict(cfg: PlaybookConfig) -> dict[str, Any]:
     """The config as plain data, safe to archive: secret-looking env values are masked."""
-    from helpers.core.secrets import known_secrets, redact_data
-
     return redact_data(cfg.model_dump(mode="json"), known_secrets(cfg))

@@ -11,6 +11,7 @@ when the run has one). Everything here is a pure function of results, config and
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 import pandas as pd
@@ -206,8 +207,6 @@ def _build_seconds(result: EngineResult, family: str, facts: dict[str, FamilyFac
 
 def _measured_cold_starts(results: list[EngineResult]) -> dict[str, float]:
     """Median measured cold start per engine family."""
-    import statistics
-
     by_family: dict[str, list[float]] = {}
     for r in results:
         if r.cold_start_s is not None:

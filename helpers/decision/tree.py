@@ -16,7 +16,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.core.config import PlaybookConfig
-from helpers.cost.compute import family_of, fleet_and_tco
+from helpers.cost.compute import family_of
 from helpers.run.records import EngineResult
 
 FAMILIES = ("vllm", "sglang", "trtllm")
@@ -315,16 +315,3 @@ def rank_candidates(scores: list[EngineScore], tree_family: str) -> list[EngineS
         key=lambda s: (-s.total, s.family != tree_family, s.cost_value if s.cost_value is not None else inf,
                        s.usd_per_mtok if s.usd_per_mtok is not None else inf, -(s.sla_share or 0.0), s.label),
     )  # fmt: skip
-
-
-def decide(results: list[EngineResult], cfg: PlaybookConfig, profile: dict | None = None) -> DecisionResult:
-    """Run the tree, score the configurations, pick primary and backup, and write the answer."""
-    from helpers.cost.break_even import break_even
-    from helpers.decision.text import build_answer
-
-    steps = run_tree(cfg, profile)
-    family, end = tree_verdict(steps)
-    fleet = fleet_and_tco(results, cfg, profile) if results else pd.DataFrame()
-    be = break_even(results, cfg, profile) if results else pd.DataFrame()
-    scores = score_engines(results, cfg, steps, fleet)
-    return build_answer(cfg, profile or {}, results, steps, family, end, scores, fleet, be)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from helpers.decision.compute import decide as decide_engines
 from helpers.decision.risk import migration_plan, risk_register
 from helpers.decision.tree import DecisionResult
-from helpers.decision.tree import decide as decide_engines
 from helpers.report.notebook import Context, esc, say, show_html, show_table
 from helpers.run.records import load_engine_results
 

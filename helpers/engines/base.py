@@ -1,12 +1,10 @@
-"""The engine adapter interface and its registry."""
+"""The engine adapter interface (the registry of adapters is ``helpers.engines.ENGINES``)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
-
-from helpers.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from helpers.core.config import EngineSpec, Knobs, ModelSpec
@@ -26,23 +24,6 @@ class MetricNames:
     kv_usage: str | None = None
     waiting: str | None = None
     running: str | None = None
-
-
-ENGINES: dict[str, EngineAdapter] = {}
-
-
-def register_engine(cls: type[EngineAdapter]) -> type[EngineAdapter]:
-    """Class decorator: instantiate the adapter and register it under ``cls.name``."""
-    ENGINES[cls.name] = cls()
-    return cls
-
-
-def get_engine(name: str) -> EngineAdapter:
-    """The adapter registered as ``name``; a ``ConfigError`` listing the allowed names otherwise."""
-    try:
-        return ENGINES[name]
-    except KeyError:
-        raise ConfigError(f"unknown engine {name!r}; allowed: {', '.join(sorted(ENGINES))}") from None
 
 
 class EngineAdapter:

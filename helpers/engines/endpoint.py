@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from helpers.engines.base import EngineAdapter, register_engine
+from helpers.engines.base import EngineAdapter
 
 if TYPE_CHECKING:
     from helpers.core.config import EngineSpec, Knobs, ModelSpec
 
 
-@register_engine
 class EndpointAdapter(EngineAdapter):
     """A server the playbook does not start; knobs cannot be changed from here."""
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from helpers.engines.base import EngineAdapter, MetricNames, register_engine
+from helpers.engines.base import EngineAdapter, MetricNames
 
 if TYPE_CHECKING:
     from helpers.core.config import EngineSpec, Knobs, ModelSpec
 
 
-@register_engine
 class SglangAdapter(EngineAdapter):
     """SGLang's server. Its ``sglang:cache_hit_rate`` gauge reads 0.0 on 0.5.16: use the counters."""
 

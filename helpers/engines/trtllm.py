@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from helpers.engines.base import EngineAdapter, MetricNames, register_engine
+from helpers.engines.base import EngineAdapter, MetricNames
 
 if TYPE_CHECKING:
     from helpers.core.config import EngineSpec, Knobs, ModelSpec
@@ -35,7 +35,6 @@ BACKENDS = ("pytorch", "tensorrt")
 _BACKEND_ALIASES = {"trt": "tensorrt"}
 
 
-@register_engine
 class TrtllmAdapter(EngineAdapter):
     """``trtllm-serve serve``; extra LLM-API options go to a YAML file."""
 

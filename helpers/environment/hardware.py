@@ -96,6 +96,7 @@ def _nvlink_links(nvml: Any, handle: Any) -> int | None:
 def _read_nvml() -> dict[str, Any]:
     """GPUs, driver and CUDA versions through NVML; ``error`` set (and no GPUs) when NVML fails."""
     try:
+        # NVML exists only on GPU hosts
         import pynvml as nvml
     except ImportError as err:
         return {"gpus": [], "error": f"nvidia-ml-py is not installed ({err})"}

@@ -1,24 +1,18 @@
-"""The launcher interface and its registry."""
+"""The launcher interface (the registry of launchers is ``helpers.launchers.LAUNCHERS``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from helpers.launchers.server import start_process
+
 if TYPE_CHECKING:
     from helpers.core.config import EngineSpec, LauncherSpec, ModelSpec
     from helpers.engines.base import EngineAdapter
     from helpers.launchers.server import ServerHandle
 
-LAUNCHERS: dict[str, Launcher] = {}
-
 HOST = "127.0.0.1"
-
-
-def register_launcher(cls: type[Launcher]) -> type[Launcher]:
-    """Class decorator: instantiate the launcher and register it under ``cls.kind``."""
-    LAUNCHERS[cls.kind] = cls()
-    return cls
 
 
 class Launcher:
@@ -45,8 +39,6 @@ class Launcher:
         log_path: Path,
     ) -> ServerHandle:
         """Start the engine and return a handle (not yet healthy)."""
-        from helpers.launchers.server import start_process
-
         cmd, env = self.build(adapter, spec, model, port, run_dir)
         return start_process(cmd, env, log_path, base_url=f"http://{HOST}:{port}", adapter=adapter)
 

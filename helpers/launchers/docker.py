@@ -6,7 +6,8 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from helpers.launchers.base import HOST, Launcher, register_launcher
+from helpers.launchers.base import HOST, Launcher
+from helpers.launchers.python import _options_file_args
 
 if TYPE_CHECKING:
     from helpers.core.config import EngineSpec, LauncherSpec, ModelSpec
@@ -16,7 +17,6 @@ MODEL_MOUNT = "/model"
 OPTIONS_MOUNT = "/playbook-launch"
 
 
-@register_launcher
 class DockerLauncher(Launcher):
     """``docker run --rm --gpus all -p 127.0.0.1:P:P -v MODEL:/model:ro IMAGE <engine args>``."""
 
@@ -35,7 +35,6 @@ class DockerLauncher(Launcher):
         for k in sorted(env):
             cmd += ["-e", f"{k}={env[k]}"]
         args = adapter.server_args(spec, model, MODEL_MOUNT, "0.0.0.0", port)  # inside the container
-        from helpers.launchers.python import _options_file_args
 
         host_args = _options_file_args(adapter, spec, run_dir)
         if host_args:

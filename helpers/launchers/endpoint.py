@@ -6,7 +6,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from helpers.launchers.base import Launcher, register_launcher
+import httpx
+
+from helpers.launchers.base import Launcher
+from helpers.launchers.server import ServerHandle
 
 if TYPE_CHECKING:
     from helpers.core.config import EngineSpec, LauncherSpec, ModelSpec
@@ -19,7 +22,6 @@ def api_key(spec: LauncherSpec) -> str | None:
     return os.environ.get(spec.api_key_env) if spec.api_key_env else None
 
 
-@register_launcher
 class EndpointLauncher(Launcher):
     """An already-running OpenAI-compatible server."""
 
@@ -38,8 +40,6 @@ class EndpointLauncher(Launcher):
 
     def readiness(self, adapter: EngineAdapter, spec: EngineSpec) -> tuple[str, str | None, str]:
         """Ready when the server's health path answers 200."""
-        import httpx
-
         url = (spec.launcher.url or "").rstrip("/") + adapter.health_path
         key = api_key(spec.launcher)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -59,8 +59,6 @@ class EndpointLauncher(Launcher):
         log_path: Path,
     ) -> ServerHandle:
         """A handle on the remote server, with no process."""
-        from helpers.launchers.server import ServerHandle
-
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text(f"endpoint {spec.launcher.url}: not started by the playbook\n", encoding="utf-8")
         return ServerHandle(

@@ -8,8 +8,11 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import yaml
+
 from helpers.core.paths import resolve_repo_path
-from helpers.launchers.base import HOST, Launcher, register_launcher
+from helpers.core.text import label_slug
+from helpers.launchers.base import HOST, Launcher
 
 if TYPE_CHECKING:
     from helpers.core.config import EngineSpec, LauncherSpec, ModelSpec
@@ -34,7 +37,6 @@ def _pythonpath(spec: LauncherSpec) -> str:
     return os.pathsep.join(parts)
 
 
-@register_launcher
 class PythonLauncher(Launcher):
     """Run ``<python> -m <engine module> <args>`` with the launcher's env and ``PYTHONPATH``."""
 
@@ -89,9 +91,6 @@ def _options_file_args(adapter: EngineAdapter, spec: EngineSpec, run_dir: Path) 
     opts = adapter.launch_options(spec)
     if not opts or not adapter.options_flag:
         return []
-    import yaml
-
-    from helpers.run.records import label_slug
 
     path = Path(run_dir) / "launch" / f"{label_slug(spec.label)}-extra-options.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)

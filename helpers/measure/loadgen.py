@@ -48,6 +48,7 @@ def _configure_guidellm() -> None:
     """
     level = os.environ.get("PLAYBOOK_GUIDELLM_LOG_LEVEL", "WARNING")
     os.environ.setdefault("GUIDELLM__LOGGING__CONSOLE_LOG_LEVEL", level)
+    # guidellm reads its log level at import and pulls in torch: imported when a load runs
     from guidellm.settings import settings
 
     cpus = os.cpu_count() or 2
@@ -120,8 +121,13 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
 async def _run(spec: dict[str, Any]) -> LoadResult:
     """Run one guidellm benchmark described by ``spec`` and summarise it."""
     _configure_guidellm()
+    # guidellm reads its log level at import and pulls in torch: imported when a load runs
     from guidellm.benchmark.entrypoints import benchmark_generative_text
+
+    # guidellm reads its log level at import and pulls in torch: imported when a load runs
     from guidellm.schemas.benchmark import BenchmarkScenario
+
+    # guidellm reads its log level at import and pulls in torch: imported when a load runs
     from guidellm.utils.typing import BLANK
 
     args = BenchmarkScenario.create(spec=spec, benchmarks=BLANK, metadata={"labels": {}}, scenario=None)

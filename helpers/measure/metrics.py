@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from helpers.core.registry import Registry
 from helpers.engines.base import MetricNames
 from helpers.run.records import ServerStats
 
@@ -75,7 +76,9 @@ def parse_trtllm_iterations(text: str) -> dict[str, float]:
 
 
 PageParser = Callable[[str], dict[str, float]]
-PAGE_FORMATS: dict[str, PageParser] = {"prometheus": parse_page, "trtllm-iterations": parse_trtllm_iterations}
+PAGE_FORMATS: Registry[PageParser] = Registry("metrics page format")
+PAGE_FORMATS.add("prometheus", parse_page)
+PAGE_FORMATS.add("trtllm-iterations", parse_trtllm_iterations)
 
 
 @dataclass

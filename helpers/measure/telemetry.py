@@ -9,12 +9,14 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from helpers.model.gpu_specs import gpu_spec
 from helpers.run.records import GpuStats
 
 
 def nvml_handles() -> tuple[list, str | None]:
     """Initialised NVML device handles, or ``([], reason)`` when NVML is not usable here."""
     try:
+        # NVML exists only on GPU hosts
         import pynvml
 
         pynvml.nvmlInit()
@@ -29,9 +31,8 @@ def local_gpu_spec():
     handles, _ = nvml_handles()
     if not handles:
         return None
+    # NVML exists only on GPU hosts
     import pynvml
-
-    from helpers.model.gpu_specs import gpu_spec
 
     name = pynvml.nvmlDeviceGetName(handles[0])
     return gpu_spec(name.decode() if isinstance(name, bytes) else str(name))
@@ -52,6 +53,7 @@ class GpuSampler:
     _thread: threading.Thread | None = None
 
     def _sample(self) -> None:
+        # NVML exists only on GPU hosts
         import pynvml
 
         utils, used, watts = [], 0.0, 0.0
@@ -79,6 +81,7 @@ class GpuSampler:
         self._handles, self.reason = nvml_handles()
         if not self._handles:
             return self
+        # NVML exists only on GPU hosts
         import pynvml
 
         self.mem_total_gib = sum(pynvml.nvmlDeviceGetMemoryInfo(h).total for h in self._handles) / 2**30

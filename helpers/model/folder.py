@@ -11,6 +11,7 @@ trace-replay prompts — also becomes distinct tokens rather than unknown ones.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ PUNCTUATION = [".", ",", "?", "!", ";", ":", "'", '"', "-", "(", ")"]
 
 def english_words() -> list[str]:
     """The English word list guidellm's synthetic text (Faker, en_US) draws from, lower-cased."""
+    # large word lists, read once when a model folder is written
     from faker.providers.lorem.en_US import Provider
 
     return sorted({w.lower() for w in Provider.word_list})
@@ -103,7 +105,13 @@ def llama_config(preset: str) -> dict[str, Any]:
 
 def write_model_folder(out: str | Path, preset: str) -> Path:
     """Write ``config.json`` and a word-level tokenizer for ``preset`` into ``out``."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    # native library; loaded only where prompts are tokenized
+    from tokenizers import (
+        Tokenizer,
+        models,
+        normalizers,
+        pre_tokenizers,
+    )
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -143,8 +151,6 @@ def write_model_folder(out: str | Path, preset: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m helpers.model.folder PRESET OUT``: write a model folder."""
-    import sys
-
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         print(f"usage: python -m helpers.model.folder {{{','.join(PRESETS)}}} OUT")

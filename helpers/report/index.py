@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,6 @@ def archived_runs(reports_dir: Path) -> list[dict[str, Any]]:
 
 def hardware_text(h: dict[str, Any]) -> str:
     """One line for a run's hardware: GPUs by name and count, and CPU threads (from the inventory)."""
-    from collections import Counter
-
     cores = h.get("cpu_logical_cores") or h.get("cpu_cores") or "?"
     gpus = Counter(g.get("name") for g in h.get("gpus") or [])
     if gpus:

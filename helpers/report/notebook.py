@@ -8,14 +8,18 @@ that it renders as text in the HTML report.
 from __future__ import annotations
 
 import html
+import io
 import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from helpers.core.config import PlaybookConfig, load_config
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
+from helpers.run.records import write_json_atomic
 
 STEP_TITLES = {
     1: "Workload profile",
@@ -49,8 +53,6 @@ class Context:
 
     def save_json(self, name: str, data: Any) -> Path:
         """Write an artifact of this run as JSON."""
-        from helpers.run.records import write_json_atomic
-
         p = self.path(name)
         write_json_atomic(p, data)
         return p
@@ -94,6 +96,7 @@ def esc(value: Any) -> str:
 
 
 def _display(obj: Any) -> None:
+    # present only inside a notebook kernel
     from IPython.display import display
 
     display(obj)
@@ -101,6 +104,7 @@ def _display(obj: Any) -> None:
 
 def show_html(markup: str) -> None:
     """Display trusted markup built by the playbook (callers escape what they interpolate)."""
+    # present only inside a notebook kernel
     from IPython.display import HTML
 
     _display(HTML(markup))
@@ -118,8 +122,6 @@ def not_yet(what: str) -> None:
 
 def show_table(df: Any, caption: str | None = None, floatfmt: str = "{:,.2f}") -> None:
     """Display a DataFrame as an escaped HTML table."""
-    import pandas as pd
-
     if not isinstance(df, pd.DataFrame):
         df = pd.DataFrame(df)
     if df.empty:
@@ -132,8 +134,6 @@ def show_table(df: Any, caption: str | None = None, floatfmt: str = "{:,.2f}") -
 
 def figure_png(fig: Any, dpi: int = 110) -> bytes:
     """A matplotlib figure rendered to PNG bytes, whatever backend is active."""
-    import io
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     return buf.getvalue()
@@ -141,7 +141,10 @@ def figure_png(fig: Any, dpi: int = 110) -> bytes:
 
 def show_figure(fig: Any) -> None:
     """Display a matplotlib figure as an embedded PNG (so the report carries it) and close it."""
+    # heavy; imported only where a figure is drawn
     import matplotlib.pyplot as plt
+
+    # present only inside a notebook kernel
     from IPython.display import Image
 
     _display(Image(data=figure_png(fig)))

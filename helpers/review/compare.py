@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.core.config import Cost, PlaybookConfig
@@ -308,7 +309,6 @@ def review(current_summary: dict[str, Any], archive: list[dict[str, Any]], cfg: 
 
 
 def _version_key(v: str):
-    from packaging.version import InvalidVersion, Version
 
     try:
         return Version(v.lstrip("v"))

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from helpers.report.notebook import esc
 from helpers.review.compare import snapshot
 
 
@@ -36,6 +37,7 @@ def trend_rows(archive: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def trend_figure(archive: list[dict[str, Any]], workload: str):
     """Throughput and $/Mtok over time for ``workload``, one line per configuration (a matplotlib Figure)."""
+    # heavy; imported only where a figure is drawn
     import matplotlib.pyplot as plt
 
     df = pd.DataFrame([r for r in trend_rows(archive) if r["workload"] == workload])
@@ -66,6 +68,7 @@ def trend_figure(archive: list[dict[str, Any]], workload: str):
 
 def trend_png_data_uri(archive: list[dict[str, Any]], workload: str) -> str:
     """``trend_figure`` as a ``data:image/png;base64,...`` URI (the index page stays one file)."""
+    # heavy; imported only where a figure is drawn
     import matplotlib.pyplot as plt
 
     fig = trend_figure(archive, workload)
@@ -77,8 +80,6 @@ def trend_png_data_uri(archive: list[dict[str, Any]], workload: str) -> str:
 
 def trend_html(archive: list[dict[str, Any]]) -> str:
     """An HTML section with one trend chart per workload that has a measured point, images inline."""
-    from helpers.report.notebook import esc
-
     workloads = sorted({r["workload"] for r in trend_rows(archive) if r["output_tok_s"] is not None})
     if not workloads:
         return ""

@@ -13,10 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from helpers.decision.tree import DecisionResult
+from helpers.rollout import alerts, canary, dashboard, k8s, launch
 from helpers.rollout.alerts import AlertThresholds, check_expressions, check_rules, thresholds_from
 from helpers.rollout.choice import Chosen, RolloutError, choose
 from helpers.rollout.dashboard import expressions, validate_dashboard
 from helpers.rollout.k8s import validate_manifests
+from helpers.rollout.series import engine_selector, gpu_selector, signals
 
 __all__ = [
     "AlertThresholds",
@@ -48,10 +51,6 @@ def write_rollout(
     list. ``thresholds`` defaults to seed 003 §5.3 with the config's SLA (and its ``alerts`` section,
     once the config has one). Raises ``RolloutError`` when the primary cannot be deployed.
     """
-    from helpers.decision.tree import DecisionResult
-    from helpers.rollout import alerts, canary, dashboard, k8s, launch
-    from helpers.rollout.series import engine_selector, gpu_selector, signals
-
     if isinstance(decision, dict):
         decision = DecisionResult.model_validate(decision)
     run_dir = Path(run_dir)

@@ -22,11 +22,22 @@ DATASOURCE_VAR = "datasource"
 
 
 def _panel(title: str, unit: str, queries: list[tuple[str, str]], description: str, limit: float | None = None):
+    # a large SDK needed only when the dashboard is built
     from grafana_foundation_sdk.builders import common as cb
+
+    # a large SDK needed only when the dashboard is built
     from grafana_foundation_sdk.builders import dashboard as db
+
+    # a large SDK needed only when the dashboard is built
     from grafana_foundation_sdk.builders import prometheus as pb
+
+    # a large SDK needed only when the dashboard is built
     from grafana_foundation_sdk.builders import timeseries as ts
+
+    # a large SDK needed only when the dashboard is built
     from grafana_foundation_sdk.models import common as cm
+
+    # a large SDK needed only when the dashboard is built
     from grafana_foundation_sdk.models import dashboard as dm
 
     panel = (
@@ -54,7 +65,10 @@ def _panel(title: str, unit: str, queries: list[tuple[str, str]], description: s
 
 def build(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> dict[str, Any]:
     """The dashboard JSON model (a dict) for ``chosen``."""
+    # a large SDK needed only when the dashboard is built
     from grafana_foundation_sdk.builders import dashboard as db
+
+    # a large SDK needed only when the dashboard is built
     from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
     gpus = None if chosen.adapter.runs_on_cpu else gpu_selector(chosen.name)
@@ -106,7 +120,10 @@ def write_dashboard(path: Path, chosen: Chosen, th: AlertThresholds) -> Path:
 
 def load_dashboard(path: Path):
     """The dashboard file loaded back into the SDK's model (``grafana_foundation_sdk.models.dashboard``)."""
+    # a large SDK needed only when the dashboard is built
     from grafana_foundation_sdk.cog.plugins import register_default_plugins
+
+    # a large SDK needed only when the dashboard is built
     from grafana_foundation_sdk.models import dashboard as dm
 
     register_default_plugins()
@@ -116,8 +133,13 @@ def load_dashboard(path: Path):
 def validate_dashboard(path: Path) -> tuple[bool, str]:
     """Load the file back through the SDK; every panel must keep a Prometheus query and survive a round trip."""
     try:
+        # a large SDK needed only when the dashboard is built
         from grafana_foundation_sdk.cog.encoder import JSONEncoder
+
+        # a large SDK needed only when the dashboard is built
         from grafana_foundation_sdk.models import dashboard as dm
+
+        # a large SDK needed only when the dashboard is built
         from grafana_foundation_sdk.models import prometheus as pm
     except ImportError:
         return False, f"grafana-foundation-sdk is not installed ({SDK_PIN})"

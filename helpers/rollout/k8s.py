@@ -193,6 +193,7 @@ def _wiring(docs: list[dict[str, Any]]) -> list[str]:
 def validate_manifests(path: Path, k8s_version: str | None = None) -> tuple[bool, str]:
     """Strict schema check of every document (``kubernetes-validate``) plus the wiring between them."""
     try:
+        # loads its schemas on import; only step 10 validates manifests
         import kubernetes_validate
     except ImportError:
         return False, "kubernetes-validate is not installed (pip install kubernetes-validate==1.37.0)"

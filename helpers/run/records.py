@@ -6,12 +6,12 @@ lost when a later point or engine fails, and a re-run resumes from what is alrea
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from helpers.core import atomic
 
 
 class _Record(BaseModel):
@@ -110,11 +110,11 @@ def point_path(run_dir: Path, label: str, phase: str, concurrency: int, knob_tag
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON through a temporary file and rename, so a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    """Write JSON through a fsynced temporary file and rename, so a crash or a full disk never leaves half a file.
+
+    Raises ``helpers.core.atomic.AtomicWriteError`` (a ``PlaybookError``) naming ``path`` when it cannot be written.
+    """
+    atomic.write_json_atomic(path, data)
 
 
 def save_point(run_dir: Path, point: Point, knob_tag: str = "") -> Path:

@@ -7,6 +7,7 @@ the index, the quarterly review and other tools.
 from __future__ import annotations
 
 import json
+import os
 import platform
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,8 +27,6 @@ def _read(run_dir: Path, name: str) -> Any | None:
 
 def host_facts() -> dict[str, Any]:
     """Minimal facts about this machine, used when step 2 wrote no inventory."""
-    import os
-
     return {"cpu_cores": os.cpu_count(), "platform": platform.platform(), "gpus": []}
 
 

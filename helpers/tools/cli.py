@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 
 from helpers.core.errors import PlaybookError
+from helpers.tools.bundle import add_bundle_arguments, bundle_command
+from helpers.tools.engine_setup import ensure_engine
+from helpers.tools.runner import run_playbook
+from helpers.workload.profile import profile_command
 
 
 def _run(args: argparse.Namespace) -> int:
-    from helpers.tools.runner import run_playbook
 
     report = run_playbook(args.config, run_id=args.run_id, only=args.only or None, log_output=not args.quiet)
     print(report)
@@ -18,16 +22,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _setup_engine(args: argparse.Namespace) -> int:
-    from helpers.tools.engine_setup import ensure_engine
 
     print(ensure_engine(args.engine, force=args.force))
     return 0
 
 
 def _profile(args: argparse.Namespace) -> int:
-    import json
-
-    from helpers.workload.profile import profile_command
 
     print(json.dumps(profile_command(args.trace, args.fmt, args.model_dir), indent=2))
     return 0
@@ -52,7 +52,6 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--format", dest="fmt", help="trace format name (detected when omitted)")
     pr.add_argument("--model-dir", help="model folder whose tokenizer counts tokens of text-only logs")
     pr.set_defaults(func=_profile)
-    from helpers.tools.bundle import add_bundle_arguments, bundle_command
 
     add_bundle_arguments(sub.add_parser("bundle", help="build an offline install bundle")).set_defaults(
         func=bundle_command

@@ -17,7 +17,10 @@ import yaml
 from helpers.core.config import load_config, public_dict
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
 from helpers.core.secrets import known_secrets, redact
+from helpers.report.html import render_report
+from helpers.report.index import write_index
 from helpers.report.notebook import slug
+from helpers.run.summary import write_summary
 
 
 def notebooks(playbook_dir: Path = PLAYBOOK_DIR) -> list[Path]:
@@ -43,6 +46,7 @@ def _redact_notebook(path: Path, secrets: list[str]) -> None:
 
 def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, log_output: bool) -> str | None:
     """Run one notebook with papermill; return None on success or the error in one line."""
+    # heavy; only the notebook runner needs it
     import papermill as pm
 
     try:
@@ -76,9 +80,6 @@ def run_playbook(
     ``run_id`` resumes: measured points in that run folder are kept.
     """
     cfg = load_config(config)  # a bad config fails here, before anything is imported or started
-    from helpers.report.html import render_report
-    from helpers.report.index import write_index
-    from helpers.run.summary import write_summary
 
     run_id = run_id or new_run_id(cfg.name)
     run_dir = (Path(reports_dir) / run_id).resolve()

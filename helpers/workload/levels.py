@@ -11,7 +11,12 @@ import json
 from pathlib import Path
 
 from helpers.core.config import PlaybookConfig
+from helpers.core.paths import resolve_repo_path
+from helpers.engines import ENGINES
 from helpers.measure.prompts import RequestShape, fixed_shapes
+from helpers.workload.profile import Profile, profile_from_config
+from helpers.workload.shapes import concurrency_levels, shapes_from_profile
+from helpers.workload.traces import load_trace
 
 # What two CPU cores serve in seconds rather than minutes (tiny model, see playbook/models).
 CPU_MAX_INPUT_TOKENS = 512
@@ -20,8 +25,6 @@ CPU_MAX_OUTPUT_TOKENS = 64
 
 def on_cpu(cfg: PlaybookConfig) -> bool:
     """Whether every engine of the config runs on the CPU."""
-    from helpers.engines import ENGINES
-
     return all(ENGINES[e.engine].runs_on_cpu for e in cfg.engines)
 
 
@@ -41,8 +44,6 @@ def point_requests(cfg: PlaybookConfig, concurrency: int) -> int:
 
 def run_profile(cfg: PlaybookConfig, run_dir: Path | None = None):
     """The workload profile: step 1's ``profile.json`` in the run folder when it exists, else computed."""
-    from helpers.workload.profile import Profile, profile_from_config
-
     saved = Path(run_dir) / "profile.json" if run_dir else None
     if saved is not None and saved.is_file():
         return Profile.model_validate(json.loads(saved.read_text(encoding="utf-8")))
@@ -55,7 +56,6 @@ def workload_shapes(cfg: PlaybookConfig, run_dir: Path | None = None) -> list[Re
     n = request_count(cfg)
     if wl.source.kind == "synthetic":
         return fixed_shapes(n, wl.input_tokens, wl.output_tokens, wl.shared_prefix_tokens)
-    from helpers.workload.shapes import shapes_from_profile
 
     caps = (CPU_MAX_INPUT_TOKENS, CPU_MAX_OUTPUT_TOKENS) if (wl.cpu_scale_down and on_cpu(cfg)) else (None, None)
     return shapes_from_profile(run_profile(cfg, run_dir), n=n, seed=0, max_input=caps[0], max_output=caps[1])
@@ -66,9 +66,6 @@ def write_replay_trace(cfg: PlaybookConfig, path: Path) -> Path:
 
     Lengths are capped like the sweep's shapes when the engines run on the CPU.
     """
-    from helpers.core.paths import resolve_repo_path
-    from helpers.workload.traces import load_trace
-
     wl, src = cfg.workload, cfg.workload.source
     rp = wl.replay
     assert rp is not None and src.path is not None
@@ -97,8 +94,6 @@ def sweep_levels(cfg: PlaybookConfig, run_dir: Path | None = None) -> list[int]:
     """The concurrency levels of the sweep: the config's, plus the profile's p50/p95/p99 when asked."""
     levels = set(cfg.workload.concurrency)
     if cfg.workload.profile_concurrency:
-        from helpers.workload.shapes import concurrency_levels
-
         levels |= set(concurrency_levels(run_profile(cfg, run_dir)))
     return sorted(levels)
 

@@ -14,8 +14,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from helpers.core.config import TraceSource
+from helpers.core.paths import resolve_model_dir, resolve_repo_path
 from helpers.workload.reuse import ATTRIBUTION_RULES, analyse_blocks
 from helpers.workload.traces import Trace, load_trace
+from helpers.workload.traces.synthetic import trace_from_workload
 
 QUANTILE_POINTS = 101
 """Percentiles 0..100 of each length distribution kept in the profile (to sample from)."""
@@ -268,9 +271,6 @@ def _reuse(trace: Trace, b_of: np.ndarray, nb: int) -> tuple[PrefixReuse | None,
 
 def profile_from_config(cfg: Any, n_synthetic: int = 1000) -> Profile:
     """Profile a ``PlaybookConfig``'s workload: its trace file, or a synthetic trace from its numbers."""
-    from helpers.core.paths import resolve_repo_path
-    from helpers.workload.traces.synthetic import trace_from_workload
-
     src = cfg.workload.source
     if src.kind == "trace":
         trace = load_trace(
@@ -283,9 +283,6 @@ def profile_from_config(cfg: Any, n_synthetic: int = 1000) -> Profile:
 
 def profile_command(path: str, fmt: str | None, model_dir: str | None) -> dict:
     """``playbook profile TRACE [--format NAME]``: the profile as JSON-ready data (default latency model)."""
-    from helpers.core.config import TraceSource
-    from helpers.core.paths import resolve_model_dir
-
     src = TraceSource()
     trace = load_trace(
         Path(path),

@@ -13,7 +13,7 @@ import pytest
 from helpers.benchmark.run import run_benchmarks
 from helpers.core.config import parse_config
 from helpers.core.errors import ConfigError
-from helpers.engines import ENGINES, register_engine
+from helpers.engines import ENGINES
 from helpers.engines.vllm import VllmAdapter
 from helpers.run.records import load_engine_results
 
@@ -32,9 +32,8 @@ class FakeVllmAdapter(VllmAdapter):
 
 @pytest.fixture
 def fake_engine():
-    register_engine(FakeVllmAdapter)
-    yield FAKE_ENGINE
-    ENGINES.pop(FAKE_ENGINE, None)
+    with ENGINES.temporarily(FAKE_ENGINE, FakeVllmAdapter()):
+        yield FAKE_ENGINE
 
 
 def fake(label: str, mode: str, **fields) -> dict:

@@ -3,7 +3,8 @@ import json
 import pytest
 from decision_data import SGLANG, TRT, TRT_FAILED, VLLM, cfg, numbers_in, results, scaled
 
-from helpers.decision.tree import DecisionResult, EngineScore, decide, rank_candidates, run_tree, tree_verdict
+from helpers.decision.compute import decide
+from helpers.decision.tree import DecisionResult, EngineScore, rank_candidates, run_tree, tree_verdict
 
 STABLE = {"updates_per_month": 0.2}
 BIG_TEAM = {"size": 12, "mlops_maturity": "high", "chase_peak": True}

@@ -5,7 +5,7 @@ from decision_data import SGLANG, TRT, VLLM, cfg, results
 
 from helpers.core.config import Knobs
 from helpers.decision.risk import migration_plan, risk_register
-from helpers.decision.tree import decide
+from helpers.decision.compute import decide
 from helpers.engines import ENGINES
 from helpers.model.reference_data import load_engine_facts
 

@@ -7,6 +7,19 @@ ignored). Its behaviour comes from environment variables:
   requests); ``never_healthy`` (``/health`` answers 503); ``bad_metrics`` (``/metrics`` is not
   Prometheus text); ``bad_flag`` (exits at start like an argument parser rejecting a flag).
 * ``FAKE_API_KEY``: when set, every request must carry ``Authorization: Bearer <key>`` (else 401).
+* ``FAKE_TOKEN_DELAY_S``: seconds between streamed tokens (default 0.002).
+* ``FAKE_SERVICE_SLOTS``: when set to k > 0, at most k completions are served at once and the others
+  wait in a strict FIFO queue (``vllm:num_requests_waiting`` reports it). A request holds its slot for
+  ``S = max_tokens x FAKE_TOKEN_DELAY_S`` seconds (tokens paced on an absolute schedule, so overhead
+  does not stretch it) and its first token leaves as soon as it gets a slot: its TTFT is its queueing
+  time plus overhead. This is a queue with a known edge, capacity ``mu = k / S`` requests/s:
+
+  - arrivals at a constant rate ``lam <= mu`` never wait (D/D/k): TTFT stays at its overhead;
+  - past ``mu`` the queue grows without bound: the n-th request waits about ``n (1/mu - 1/lam)`` s
+    and completions run at ``mu``, below the offered ``lam``;
+  - Poisson arrivals (M/D/k) wait a little below ``mu`` too, more and more as ``lam`` nears ``mu``.
+
+  E.g. k=4, 8 tokens, 0.05 s a token: S=0.4 s, mu=10 req/s. Unset or 0: no limit (the default).
 
 ``/metrics`` counts requests in ``fake:requests_total`` and authorised ones in
 ``fake:authorized_requests_total``; of the streamed ones, those asking for usage in the last chunk
@@ -22,15 +35,52 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODE = os.environ.get("FAKE_ENGINE_MODE", "ok")
 KEY = os.environ.get("FAKE_API_KEY")
 DIE_AFTER = int(os.environ.get("FAKE_DIE_AFTER", "3"))
 TOKEN_DELAY_S = float(os.environ.get("FAKE_TOKEN_DELAY_S", "0.002"))
+SERVICE_SLOTS = int(os.environ.get("FAKE_SERVICE_SLOTS", "0") or 0)
 
 _lock = threading.Lock()
 _counts = {"requests": 0, "authorized": 0, "streamed": 0, "prompt_tokens": 0, "running": 0, "usage": 0, "per_chunk": 0}
+_counts["waiting"] = 0
+
+
+class FifoSlots:
+    """At most ``slots`` holders at once; the others wait and are served strictly in arrival order."""
+
+    def __init__(self, slots: int):
+        self._free = slots
+        self._waiters: deque[threading.Event] = deque()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        """Take a slot, waiting behind every earlier arrival."""
+        with self._lock:
+            if self._free > 0 and not self._waiters:
+                self._free -= 1
+                return
+            turn = threading.Event()
+            self._waiters.append(turn)
+        with _lock:
+            _counts["waiting"] += 1
+        turn.wait()
+        with _lock:
+            _counts["waiting"] -= 1
+
+    def release(self) -> None:
+        """Hand the slot to the longest waiter, or free it."""
+        with self._lock:
+            if self._waiters:
+                self._waiters.popleft().set()
+            else:
+                self._free += 1
+
+
+_slots = FifoSlots(SERVICE_SLOTS) if SERVICE_SLOTS > 0 else None
 
 
 def _metrics_page() -> str:
@@ -55,7 +105,7 @@ def _metrics_page() -> str:
         "# TYPE vllm:num_requests_running gauge\n"
         f'vllm:num_requests_running{{engine="0"}} {c["running"]}\n'
         "# TYPE vllm:num_requests_waiting gauge\n"
-        'vllm:num_requests_waiting{engine="0"} 0\n'
+        f'vllm:num_requests_waiting{{engine="0"}} {c["waiting"]}\n'
     )
 
 
@@ -114,10 +164,26 @@ class Handler(BaseHTTPRequestHandler):
         with _lock:
             _counts["prompt_tokens"] += prompt_tokens
         if not req.get("stream"):
+            if _slots is not None:
+                _slots.acquire()
+                time.sleep(out * TOKEN_DELAY_S)
+                _slots.release()
             body = {"id": "c0", "object": "text_completion", "model": req.get("model"), "usage": usage}
             body["choices"] = [{"index": 0, "text": " w3" * out, "finish_reason": "length"}]
             self._send(200, "application/json", json.dumps(body).encode())
             return
+        if _slots is None:
+            self._stream(req, out, usage)
+            return
+        _slots.acquire()  # queued (counted as waiting) until a slot frees
+        try:
+            self._stream(req, out, usage)
+        finally:
+            _slots.release()
+
+    def _stream(self, req: dict, out: int, usage: dict) -> None:
+        """Write ``out`` SSE token chunks and the final usage chunk (paced from the slot's start when slots are set)."""
+        began = time.monotonic()
         options = req.get("stream_options") or {}
         with _lock:
             _counts["streamed"] += 1
@@ -138,7 +204,10 @@ class Handler(BaseHTTPRequestHandler):
                 chunk["choices"] = [{"index": 0, "text": f" w{3 + i}", "finish_reason": None}]
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
-                time.sleep(TOKEN_DELAY_S)
+                if _slots is None:
+                    time.sleep(TOKEN_DELAY_S)
+                else:  # an absolute schedule: the service time is exactly out x delay
+                    time.sleep(max(0.0, began + (i + 1) * TOKEN_DELAY_S - time.monotonic()))
             last = {"id": "c1", "object": "text_completion", "model": req.get("model"), "usage": usage}
             last["choices"] = [{"index": 0, "text": "", "finish_reason": "length"}]
             self.wfile.write(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers.core.config import PlaybookConfig, parse_config
-from helpers.decision.tree import DecisionResult, decide
+from helpers.decision.compute import decide
+from helpers.decision.tree import DecisionResult
 from helpers.run.records import EngineResult
 
 TESTS = Path(__file__).resolve().parents[1]

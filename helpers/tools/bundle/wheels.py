@@ -95,7 +95,8 @@ def find_python(version: str) -> str | None:
 
 def make_pip(target: Target, cache_dir: Path, isolated: bool = False, index_args: list[str] | None = None) -> Pip:
     """Return a Pip for ``target``: a Python of its version if found here, else this one (noted)."""
-    import pip  # the running environment's pip; copied so another interpreter can run it
+    # the running environment's pip; copied so another interpreter can run it
+    import pip
 
     tools = Path(cache_dir) / "_pip"
     src = Path(pip.__file__).parent

@@ -1,251 +1,27 @@
-"""Request traces: the loaded-trace data class, the reader base class and the format registry.
+"""Request traces (checklist step 1): the loaded ``Trace``, the reader base classes and the format registry.
 
-A trace is one row per request (``Trace.requests``, a DataFrame sorted by start time) plus, when
-the format carries prompt content, the KV-cache block hashes of each prompt in compressed-row form
-(``block_hashes`` and ``block_offsets``: the hashes of request ``i`` are
-``block_hashes[block_offsets[i]:block_offsets[i + 1]]``).
-
-Each file format is a ``TraceReader`` subclass in its own module of this package, registered with
-``@register``. The registry imports every module of the package the first time it is asked, so a
-new format is one new file here and nothing else.
+``base`` holds the data class and reader interface, one module per file format holds a reader, and
+``formats`` lists them (``TRACE_FORMATS``) with ``detect_format`` and ``load_trace``.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from pathlib import Path
+from helpers.workload.traces.base import (
+    MAX_REPORTED_LINES,
+    REQUEST_COLUMNS,
+    SNIFF_LINES,
+    JsonLinesReader,
+    Trace,
+    TraceReader,
+    check_readable,
+    finish_trace,
+    head_lines,
+    reorder_blocks,
+)
+from helpers.workload.traces.formats import TRACE_FORMATS, detect_format, foreign_format, load_trace, trace_formats
 
-import numpy as np
-import pandas as pd
-
-from helpers.core.errors import TraceError
-
-REQUEST_COLUMNS = ("start_s", "end_s", "input_tokens", "output_tokens")
-"""Columns every ``Trace.requests`` has; ``end_s`` is NaN where the trace has no end time.
-
-Optional columns: ``system_tokens`` (leading tokens that are a system prompt) and ``conversation``
-(an id shared by the turns of one conversation)."""
-
-MAX_REPORTED_LINES = 5
-"""How many skipped lines a trace describes by line number (all are counted)."""
-
-SNIFF_LINES = 20
-"""Non-empty lines read from the start of a file to detect its format."""
-
-
-@dataclass
-class Trace:
-    """A loaded trace: one row per request, sorted by start time, times in seconds from the first."""
-
-    requests: pd.DataFrame
-    source: str
-    format: str
-    block_size: int | None = None
-    block_hashes: np.ndarray | None = None
-    block_offsets: np.ndarray | None = None
-    skipped: int = 0
-    skipped_examples: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    no_reuse_reason: str | None = None
-
-    def __len__(self) -> int:
-        return len(self.requests)
-
-    @property
-    def has_blocks(self) -> bool:
-        """Whether the trace carries per-block prompt hashes (needed for prefix reuse)."""
-        return self.block_hashes is not None and self.block_offsets is not None
-
-
-class TraceReader(ABC):
-    """One trace file format: how to recognise it and how to read it into a ``Trace``."""
-
-    name: str = ""
-    description: str = ""
-
-    @abstractmethod
-    def sniff(self, lines: list[str]) -> bool:
-        """Whether the first non-empty lines of a file look like this format."""
-
-    def claims_line(self, line: str) -> bool:
-        """Whether one line is unmistakably this format (used to report mixed-format files)."""
-        return self.sniff([line])
-
-    @abstractmethod
-    def read(self, path: Path, *, model_dir: Path | None = None, block_size: int = 16) -> Trace:
-        """Read the file; skip and count malformed lines; raise ``TraceError`` when nothing is usable."""
-
-
-class JsonLinesReader(TraceReader):
-    """A JSON-lines format: a file is this format when its first line is a record this reader claims."""
-
-    def sniff(self, lines: list[str]) -> bool:
-        """Accept a first line that ``claims_line`` claims."""
-        return bool(lines) and self.claims_line(lines[0])
-
-    @abstractmethod
-    def claims_line(self, line: str) -> bool:
-        """Whether one line is a JSON record of this format."""
-
-
-_READERS: dict[str, TraceReader] = {}
-_DISCOVERED = False
-
-
-def register(cls: type[TraceReader]) -> type[TraceReader]:
-    """Class decorator: register a reader under its ``name``."""
-    if not cls.name:
-        raise TypeError(f"{cls.__name__} has no name")
-    _READERS[cls.name] = cls()
-    return cls
-
-
-def trace_formats() -> dict[str, TraceReader]:
-    """All registered readers by name (imports this package's modules on first call)."""
-    global _DISCOVERED
-    if not _DISCOVERED:
-        for mod in pkgutil.iter_modules(__path__):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{__name__}.{mod.name}")
-        _DISCOVERED = True
-    return dict(_READERS)
-
-
-def check_readable(path: Path) -> None:
-    """Raise ``TraceError`` naming ``path`` if it is missing, not a file, unreadable or empty."""
-    if not path.exists():
-        raise TraceError(f"{path}: trace file not found")
-    if not path.is_file():
-        raise TraceError(f"{path}: not a file")
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 16)
-    except OSError as err:
-        raise TraceError(f"{path}: cannot read trace file ({err.strerror or err})") from None
-    if not head.strip():
-        raise TraceError(f"{path}: trace file is empty")
-    if b"\x00" in head:
-        raise TraceError(f"{path}: not a text file (binary content)")
-
-
-def head_lines(path: Path, n: int = SNIFF_LINES) -> list[str]:
-    """Return the first ``n`` non-empty lines of a text file (stripped)."""
-    out: list[str] = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.strip():
-                    out.append(line.strip())
-                    if len(out) >= n:
-                        break
-    except OSError as err:
-        raise TraceError(f"{path}: cannot read trace file ({err.strerror or err})") from None
-    return out
-
-
-def detect_format(path: str | Path) -> str:
-    """Name of the registered format whose ``sniff`` accepts the start of ``path``."""
-    p = Path(path)
-    check_readable(p)
-    lines = head_lines(p)
-    for name, reader in trace_formats().items():
-        if reader.sniff(lines):
-            return name
-    raise TraceError(
-        f"{p}: unknown trace format (first line: {lines[0][:80]!r}); name one of: {', '.join(sorted(trace_formats()))}"
-    )
-
-
-def foreign_format(line: str, own: str) -> str | None:
-    """Return the name of another registered format that claims ``line``, if any."""
-    for name, reader in trace_formats().items():
-        if name != own and reader.claims_line(line):
-            return name
-    return None
-
-
-def load_trace(
-    path: str | Path, fmt: str | None = None, *, model_dir: str | Path | None = None, block_size: int = 16
-) -> Trace:
-    """Read a trace file in format ``fmt`` (detected when None).
-
-    ``model_dir`` is a model folder whose ``tokenizer.json`` counts tokens of text-only requests;
-    ``block_size`` is the KV-cache block size used where the reader hashes prompt tokens itself.
-    """
-    p = Path(path)
-    check_readable(p)
-    readers = trace_formats()
-    name = fmt or detect_format(p)
-    if name not in readers:
-        raise TraceError(f"{p}: unknown trace format {name!r}; allowed: {', '.join(sorted(readers))}")
-    return readers[name].read(p, model_dir=Path(model_dir) if model_dir else None, block_size=block_size)
-
-
-def finish_trace(
-    path: Path | str,
-    fmt: str,
-    frame: pd.DataFrame,
-    *,
-    hashes: list[np.ndarray] | None = None,
-    flat: tuple[np.ndarray, np.ndarray] | None = None,
-    block_size: int | None = None,
-    skipped: int = 0,
-    examples: list[str] | None = None,
-    notes: list[str] | None = None,
-    no_reuse_reason: str | None = None,
-) -> Trace:
-    """Build a ``Trace``: sort by start, shift times to start at 0, reorder block hashes to match.
-
-    Block hashes come either as one array per row (``hashes``) or already flat (``flat``:
-    values and offsets); without them, ``no_reuse_reason`` says why prefix reuse is unknown.
-    Raises ``TraceError`` when ``frame`` has no rows.
-    """
-    if frame.empty:
-        raise TraceError(f"{path}: no valid requests ({skipped} lines skipped" + _first(examples) + ")")
-    frame = frame.reset_index(drop=True)
-    order = np.argsort(frame["start_s"].to_numpy(dtype=float), kind="stable")
-    t0 = float(frame["start_s"].min())
-    out = frame.iloc[order].reset_index(drop=True)
-    out["start_s"] = out["start_s"].astype(float) - t0
-    out["end_s"] = out["end_s"].astype(float) - t0
-    for col in ("input_tokens", "output_tokens"):
-        out[col] = out[col].astype(np.int64)
-    values = offsets = None
-    if hashes is not None:
-        lengths = np.fromiter((len(h) for h in hashes), dtype=np.int64, count=len(hashes))
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        values = np.concatenate(hashes).astype(np.int64) if len(hashes) else np.zeros(0, np.int64)
-    elif flat is not None:
-        values, offsets = flat
-    if values is not None and offsets is not None:
-        values, offsets = reorder_blocks(values, offsets, order)
-    return Trace(
-        requests=out,
-        source=str(path),
-        format=fmt,
-        block_size=block_size,
-        block_hashes=values,
-        block_offsets=offsets,
-        skipped=skipped,
-        skipped_examples=list(examples or [])[:MAX_REPORTED_LINES],
-        notes=list(notes or []),
-        no_reuse_reason=no_reuse_reason,
-    )
-
-
-def reorder_blocks(values: np.ndarray, offsets: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Permute compressed-row block lists so that new row ``k`` is old row ``order[k]``."""
-    lengths = np.diff(offsets)[order]
-    new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    if np.array_equal(order, np.arange(len(order))):
-        return values, new_offsets
-    starts = np.repeat(offsets[:-1][order] - new_offsets[:-1], lengths)
-    idx = np.arange(new_offsets[-1], dtype=np.int64) + starts
-    return values[idx], new_offsets
-
-
-def _first(examples: list[str] | None) -> str:
-    return f"; first: {examples[0]}" if examples else ""
+__all__ = [
+    "MAX_REPORTED_LINES", "REQUEST_COLUMNS", "SNIFF_LINES", "TRACE_FORMATS", "JsonLinesReader", "Trace",
+    "TraceReader", "check_readable", "detect_format", "finish_trace", "foreign_format", "head_lines",
+    "load_trace", "reorder_blocks", "trace_formats",
+]  # fmt: skip

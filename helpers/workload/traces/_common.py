@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from helpers.core.errors import TraceError
-from helpers.workload.traces import MAX_REPORTED_LINES, foreign_format
+from helpers.workload.traces.base import MAX_REPORTED_LINES
 
 EPOCH_MS_THRESHOLD = 1e11
 """Numeric times above this are taken as epoch milliseconds, not seconds (1e11 s is year 5138)."""
@@ -21,12 +22,13 @@ class SkipLog:
 
     path: Path
     fmt: str
+    claimed_by: Callable[[str], str | None] | None = None
     count: int = 0
     examples: list[str] = field(default_factory=list)
 
     def skip(self, lineno: int, line: str, why: str) -> None:
         """Record line ``lineno`` as skipped; raise ``TraceError`` if another format claims it."""
-        other = foreign_format(line, self.fmt)
+        other = self.claimed_by(line) if self.claimed_by else None
         if other:
             raise TraceError(
                 f"{self.path}: line {lineno} looks like {other} but the file is read as {self.fmt} "

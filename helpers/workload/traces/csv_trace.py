@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from helpers.core.errors import TraceError
-from helpers.workload.traces import Trace, TraceReader, finish_trace, register
 from helpers.workload.traces._common import EPOCH_MS_THRESHOLD, SkipLog
+from helpers.workload.traces.base import Trace, TraceReader, finish_trace
 
 START = ("timestamp", "start_time", "arrival_time", "time")
 INPUT = ("contexttokens", "input_tokens", "prompt_tokens", "input_length")
@@ -54,7 +54,6 @@ def _times(values: pd.Series) -> pd.Series:
     return secs.astype(float)
 
 
-@register
 class CsvTraceReader(TraceReader):
     """Reader of CSV request traces (e.g. the Azure LLM inference trace)."""
 
@@ -88,7 +87,7 @@ class CsvTraceReader(TraceReader):
             )
         end_col, dur_col = _find(names, END), _find(names, DURATION)
         dur_scale = DURATION[names[dur_col]] if dur_col is not None else 1.0
-        log = SkipLog(path, self.name)
+        log = SkipLog(path, self.name, self.claimed_by)
         rows: list[list[str]] = []
         linenos: list[int] = []
         width = len(names)

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from helpers.core.errors import TraceError
-from helpers.workload.traces import JsonLinesReader, Trace, finish_trace, register
 from helpers.workload.traces._common import SkipLog, json_object, nonneg_int
+from helpers.workload.traces.base import JsonLinesReader, Trace, finish_trace
 
 MOONCAKE_BLOCK_TOKENS = 512
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
@@ -24,7 +24,10 @@ FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 def _fast(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] | None:
     """Read a clean file in one pass with pyarrow; None when anything is off (the slow path explains)."""
     try:
+        # heavy; only the fast JSON-lines path needs it
         import pyarrow as pa
+
+        # heavy; only the fast JSON-lines path needs it
         import pyarrow.json as pj
 
         table = pj.read_json(path)
@@ -60,7 +63,6 @@ def _fast(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] | None:
     return frame, values[offsets[0] : offsets[-1]], offsets - offsets[0]
 
 
-@register
 class MooncakeReader(JsonLinesReader):
     """Reader of Mooncake-style JSONL traces (timestamps in ms, 512-token block hashes)."""
 
@@ -81,7 +83,7 @@ class MooncakeReader(JsonLinesReader):
             return finish_trace(
                 path, self.name, frame, flat=(values, offsets), block_size=MOONCAKE_BLOCK_TOKENS, notes=notes
             )
-        log = SkipLog(path, self.name)
+        log = SkipLog(path, self.name, self.claimed_by)
         rows: list[tuple[float, int, int]] = []
         hashes: list[np.ndarray] = []
         try:

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from helpers.core.errors import TraceError
-from helpers.workload.traces import JsonLinesReader, Trace, finish_trace, register
 from helpers.workload.traces._common import SkipLog, json_object, nonneg_int, to_seconds
+from helpers.workload.traces.base import JsonLinesReader, Trace, finish_trace
 
 START_KEYS = ("start_time", "timestamp", "request_time", "created")
 DURATION_KEYS = {"latency_s": 1.0, "duration_s": 1.0, "latency_ms": 1e-3, "duration_ms": 1e-3}
@@ -127,6 +127,7 @@ def _block_hashes(text: str, offsets: list[tuple[int, int]], block_size: int) ->
 def _tokenizer(model_dir: Path | None):
     if model_dir is None:
         return None
+    # native library; loaded only where prompts are tokenized
     from tokenizers import Tokenizer
 
     f = Path(model_dir) / "tokenizer.json"
@@ -135,7 +136,6 @@ def _tokenizer(model_dir: Path | None):
     return Tokenizer.from_file(str(f))
 
 
-@register
 class OpenAILogReader(JsonLinesReader):
     """Reader of OpenAI-style JSONL request logs (chat messages or prompts, optional usage)."""
 
@@ -152,7 +152,7 @@ class OpenAILogReader(JsonLinesReader):
 
     def read(self, path: Path, *, model_dir: Path | None = None, block_size: int = 16) -> Trace:
         """Read the log; token counts from usage or the tokenizer, block hashes when a tokenizer is given."""
-        log = SkipLog(path, self.name)
+        log = SkipLog(path, self.name, self.claimed_by)
         records: list[dict[str, Any]] = []
         try:
             with open(path, encoding="utf-8") as f:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from helpers.workload.traces import Trace, finish_trace
+from helpers.workload.traces.base import Trace, finish_trace
 
 DEFAULT_REQUESTS_PER_S = 1.0
 """Arrival rate used when the config gives neither a mean nor a peak rate."""
