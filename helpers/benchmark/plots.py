@@ -5,8 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from helpers.benchmark.run import tuning_candidates
-from helpers.run.records import EngineResult
+from helpers.run.records import EngineResult, Point
 
 
 def _sweeps(results: list[EngineResult]):
@@ -66,3 +65,8 @@ def tuning_curve(result: EngineResult, sla_ms: float, target: int) -> Figure | N
     ax.set_title(f"Tuning {result.label}")
     fig.tight_layout()
     return fig
+
+
+def tuning_candidates(result: EngineResult, target: int) -> list[Point]:
+    """The points tuning chose among: the tune points and the sweep point at the target concurrency."""
+    return [p for p in result.points if p.phase == "tune" or (p.phase == "sweep" and p.concurrency == target)]

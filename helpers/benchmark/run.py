@@ -12,20 +12,21 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from helpers.benchmark.roofline import point_bound, ratio_text
+from helpers.benchmark.evidence import measure_evidence
+from helpers.benchmark.points import first_request, point_from, prepare_dataset
+from helpers.benchmark.roofline import point_bound
+from helpers.benchmark.sla import meets_sla
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import EngineError
 from helpers.core.secrets import known_secrets, redact
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.server import ServerHandle, free_port
-from helpers.measure.loadgen import LoadResult, run_point, run_replay
+from helpers.measure.loadgen import LoadResult, run_point, run_rate, run_replay
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
-from helpers.measure.prompts import RequestShape, write_dataset
 from helpers.measure.telemetry import GpuSampler, local_gpu_spec
 from helpers.run.records import (
     EngineResult,
@@ -40,63 +41,10 @@ from helpers.run.records import (
     save_point,
     write_json_atomic,
 )
-from helpers.workload.levels import point_requests, sweep_levels, workload_shapes, write_replay_trace
+from helpers.workload.levels import point_requests, sweep_levels, write_replay_trace
 
 LOG_TAIL_LINES = 30
 Progress = Callable[[str], None]
-
-
-def prepare_dataset(cfg: PlaybookConfig, run_dir: Path, key: str) -> Path:
-    """The prompts of one load level, written once per run and replayed by every engine.
-
-    Each level gets its own prompts (seeded by ``key``) so that a later level never hits the
-    prefix cache on an earlier level's prompts; a shared system prompt stays shared.
-    """
-    path = Path(run_dir) / "data" / f"prompts-{key}.jsonl"
-    if not path.is_file():
-        shapes: list[RequestShape] = workload_shapes(cfg, run_dir)
-        seed = sum(ord(ch) * (i + 1) for i, ch in enumerate(key))
-        write_dataset(shapes, cfg.model.directory, path, seed=seed)
-    return path
-
-
-def first_request(handle: ServerHandle, served_model: str, timeout_s: float) -> float:
-    """Send one short completion and return seconds since launch when it completed."""
-    body = {"model": served_model, "prompt": "w3 w4 w5 w6", "max_tokens": 1}
-    r = httpx.post(handle.base_url + "/v1/completions", json=body, headers=handle.headers, timeout=timeout_s)
-    r.raise_for_status()
-    return time.monotonic() - handle.started_at
-
-
-def _point_from(spec: EngineSpec, cfg: PlaybookConfig, c: int, phase: str, res: LoadResult, knobs: dict) -> Point:
-    sla = cfg.sla.ttft_p95_ms
-    good = sum(1 for t in res.ttft_values_ms if t <= sla)
-    p95 = res.ttft_ms.get("p95")
-    return Point(
-        label=spec.label,
-        engine=spec.engine,
-        concurrency=c,
-        phase=phase,  # type: ignore[arg-type]
-        knobs=knobs,
-        requests=res.requests,
-        errors=res.errors,
-        incomplete=res.incomplete,
-        duration_s=res.duration_s,
-        input_tokens_mean=res.input_tokens_mean,
-        output_tokens_mean=res.output_tokens_mean,
-        output_tok_s=res.output_tok_s,
-        total_tok_s=res.total_tok_s,
-        req_s=res.req_s,
-        ttft_ms_p50=res.ttft_ms.get("p50"),
-        ttft_ms_p95=p95,
-        ttft_ms_p99=res.ttft_ms.get("p99"),
-        itl_ms_p50=res.itl_ms.get("p50"),
-        itl_ms_p95=res.itl_ms.get("p95"),
-        e2e_ms_p50=res.e2e_ms.get("p50"),
-        e2e_ms_p95=res.e2e_ms.get("p95"),
-        goodput_req_s=(good / res.duration_s) if res.duration_s > 0 else None,
-        sla_met=(p95 is not None and p95 <= sla and res.errors == 0),
-    )
 
 
 class EngineRun:
@@ -125,7 +73,18 @@ class EngineRun:
         self.say(f"{self.spec.label}: {self.result.status}: {self.result.reason}")
 
     def launch(self, spec: EngineSpec, tag: str = "") -> ServerHandle:
-        """Start the engine for ``spec`` and wait until it serves a first request."""
+        """Start the engine for ``spec`` and wait until it serves a first request.
+
+        The adapter prepares what the engine needs first (e.g. random weights); benchmark-only settings
+        (``adapter.benchmark_env``: the prefix-cache reset endpoint) are added to this launch only, never
+        to the rollout's commands. A start the adapter recognises as wrong (a silent fallback) fails.
+        """
+        self.adapter.prepare(spec, self.cfg.model)
+        extra = self.adapter.benchmark_env()
+        if extra:
+            spec = spec.model_copy(deep=True)
+            spec.launcher.env = {**extra, **spec.launcher.env}
+        t0 = time.monotonic()
         port = free_port()
         cmd, _env = self.launcher.build(self.adapter, spec, self.cfg.model, port, self.run_dir)
         if not tag:
@@ -133,21 +92,94 @@ class EngineRun:
         self.say(f"{spec.label}: launching ({self.launcher.kind})")
         self.handle = self.launcher.start(self.adapter, spec, self.cfg.model, port, self.run_dir, self.log_path(tag))
         ready = self.handle.wait_healthy(spec.startup_timeout_s)
+        log_text = self.whole_log()
+        problem = self.adapter.startup_problem(log_text)
+        if problem:
+            raise EngineError(problem)
         served = self.adapter.served_model_name(self.cfg.model)
         cold = first_request(self.handle, served, timeout_s=max(30.0, spec.startup_timeout_s - ready))
+        self.account("cold start", t0)
         if not tag:
             self.result.ready_s, self.result.cold_start_s = ready, cold
-            self.result.kv_capacity_tokens = self.adapter.kv_capacity_from_log(self.handle.log_tail(100000))
+            self.result.kv_capacity_tokens = self.adapter.kv_capacity_from_log(self.whole_log())
         self.say(f"{spec.label}: healthy after {ready:.0f} s, first request done at {cold:.0f} s")
         return self.handle
+
+    def whole_log(self) -> str:
+        """The engine's whole log so far (start-up lines such as the KV capacity come first)."""
+        if self.handle is None or not self.handle.log_path.is_file():
+            return ""
+        return self.handle.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def account(self, phase: str, since: float) -> None:
+        """Add the seconds since ``since`` to the time the engine was held for ``phase`` (GPU-minutes)."""
+        secs = self.result.gpu_seconds
+        secs[phase] = round(secs.get(phase, 0.0) + time.monotonic() - since, 1)
+
+    def stored_point(self, phase: str, tag: str) -> Point | None:
+        """A point of this configuration measured earlier in this run folder (resume), if any."""
+        return load_point(point_path(self.run_dir, self.spec.label, phase, 0, tag))
+
+    def stored_points(self, phase: str) -> list[Point]:
+        """Every stored point of ``phase`` (e.g. the probes of an interrupted capacity search)."""
+        folder = self.run_dir / "points" / label_slug(self.spec.label)
+        found = (load_point(p) for p in sorted(folder.glob(f"{phase}-*.json")))
+        return [p for p in found if p is not None]
+
+    def save(self, point: Point, tag: str) -> None:
+        """Write ``point`` now (before the next load starts)."""
+        save_point(self.run_dir, point, tag)
+
+    async def measure_load(
+        self, phase: str, load: float, tag: str, requests: int, warmup: int = 0
+    ) -> tuple[Point, LoadResult, list[tuple[float, float]]] | None:
+        """One load of the capacity search or a trial: open-loop rate or closed-loop concurrency, per config.
+
+        Returns the point (not yet saved), the raw figures and the queue samples (time, waiting) from
+        ``/metrics``; None if the engine died.
+        """
+        assert self.handle is not None
+        axis, t0 = self.cfg.evidence.search.axis, time.monotonic()
+        dataset = prepare_dataset(self.cfg, self.run_dir, f"{phase}-{tag}", n=requests + warmup)
+        common = dict(
+            base_url=self.handle.base_url,
+            served_model=self.adapter.served_model_name(self.cfg.model),
+            tokenizer_dir=self.cfg.model.directory,
+            dataset=dataset,
+            max_requests=requests + warmup,
+            max_seconds=self.cfg.workload.max_seconds_per_point,
+            api_key=self.handle.api_key,
+            warmup_requests=warmup,
+        )
+        if axis == "rate":
+            job = run_rate(rate=load, **common)
+        else:
+            job = run_point(concurrency=int(load), **common)
+        sampled = await self._sampled(job, f"the {phase} at {load:.4g}")
+        self.account("search" if phase == "search" else "trials", t0)
+        if sampled is None:
+            return None
+        res, server_stats, gpu_stats, queue = sampled
+        knobs = self.spec.knobs.model_dump(exclude_defaults=True)
+        point = point_from(self.spec, self.cfg, int(load) if axis == "concurrency" else 0, phase, res, knobs)
+        point.offered_rate = load if axis == "rate" else None
+        point.warmup_requests = warmup
+        self._complete(self.spec, point, res, server_stats, gpu_stats)
+        return point, res, queue
 
     def stop(self) -> None:
         """Stop the engine if we started it."""
         if self.handle is not None:
             self.handle.stop()
 
-    async def _sampled(self, load: Awaitable[LoadResult], what: str) -> tuple[LoadResult, ServerStats, GpuStats] | None:
-        """Await one load while scraping ``/metrics`` and NVML; None (and a row) if the engine died."""
+    async def _sampled(
+        self, load: Awaitable[LoadResult], what: str
+    ) -> tuple[LoadResult, ServerStats, GpuStats, list[tuple[float, float]]] | None:
+        """Await one load while scraping ``/metrics`` and NVML; None (and a row) if the engine died.
+
+        Also returns the waiting-request samples (seconds from the first scrape, waiting) for the
+        capacity search's queue test.
+        """
         assert self.handle is not None
         path, page_format, names = self.adapter.sampling()
         server = MetricsSampler(
@@ -161,7 +193,9 @@ class EngineRun:
         if not self.handle.alive():
             self.fail(f"{self.handle.exit_reason()} during {what}", "partial")
             return None
-        return res, server_stats, gpu_stats
+        t0 = server.snaps[0].t if server.snaps else 0.0
+        queue = [(s.t - t0, s.waiting) for s in server.snaps if s.waiting is not None]
+        return res, server_stats, gpu_stats, queue
 
     def _complete(
         self, spec: EngineSpec, point: Point, res: LoadResult, server_stats: ServerStats, gpu_stats: GpuStats
@@ -190,7 +224,7 @@ class EngineRun:
         if stored is not None:
             self.say(f"{spec.label}: c={c} ({phase}) already measured, kept")
             return stored
-        wl = self.cfg.workload
+        wl, t0 = self.cfg.workload, time.monotonic()
         dataset = prepare_dataset(self.cfg, self.run_dir, f"{phase}{('-' + tag) if tag else ''}-c{c}")
         load = run_point(
             self.handle.base_url,
@@ -203,10 +237,11 @@ class EngineRun:
             api_key=self.handle.api_key,
         )
         sampled = await self._sampled(load, f"the point at concurrency {c}")
+        self.account("sweep" if phase == "sweep" else "tuning", t0)
         if sampled is None:
             return None
-        res, server_stats, gpu_stats = sampled
-        point = _point_from(spec, self.cfg, c, phase, res, knobs)
+        res, server_stats, gpu_stats, _queue = sampled
+        point = point_from(spec, self.cfg, c, phase, res, knobs)
         self._complete(spec, point, res, server_stats, gpu_stats)
         save_point(self.run_dir, point, tag)
         self.say(
@@ -237,9 +272,9 @@ class EngineRun:
         sampled = await self._sampled(load, "the trace replay")
         if sampled is None:
             return None
-        res, server_stats, gpu_stats = sampled
+        res, server_stats, gpu_stats, _queue = sampled
         knobs = self.spec.knobs.model_dump(exclude_defaults=True)
-        point = _point_from(self.spec, self.cfg, 0, "replay", res, knobs)
+        point = point_from(self.spec, self.cfg, 0, "replay", res, knobs)
         point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
         self._complete(self.spec, point, res, server_stats, gpu_stats)
         write_json_atomic(path, point.model_dump(mode="json"))
@@ -253,6 +288,8 @@ class EngineRun:
         """The stored result of an earlier, complete attempt in this run folder (resume), if any."""
         prev = load_engine_result(self.run_dir, self.spec.label)
         if prev is None or prev.status != "ok":
+            return None
+        if self.cfg.evidence.search.enabled and prev.capacity is None:
             return None
         target = target_concurrency(self.cfg)
         wanted = [point_path(self.run_dir, self.spec.label, "sweep", c) for c in sweep_levels(self.cfg, self.run_dir)]
@@ -284,6 +321,8 @@ class EngineRun:
                 if p is None:
                     return self.result
                 self.result.points.append(p)
+            if self.cfg.evidence.search.enabled and not await measure_evidence(self):
+                return self.result
         except (EngineError, ValueError, OSError) as err:
             self.fail(str(err))
             return self.result
@@ -321,7 +360,7 @@ class EngineRun:
             if p is not None:
                 tried.append(p)
                 self.result.points.append(p)
-        within = [p for p in tried if p.sla_met]
+        within = [p for p in tried if meets_sla(p, self.cfg.sla)]
         if within:
             best = max(within, key=lambda p: p.output_tok_s)
             self.result.tuned_knobs = dict(best.knobs)
@@ -330,30 +369,6 @@ class EngineRun:
 def target_concurrency(cfg: PlaybookConfig) -> int:
     """The concurrency the SLA tuning and the comparison target."""
     return cfg.workload.target_concurrency or max(cfg.workload.concurrency)
-
-
-def tuning_candidates(result: EngineResult, target: int) -> list[Point]:
-    """The points tuning chose among: the tune points and the sweep point at the target concurrency."""
-    return [p for p in result.points if p.phase == "tune" or (p.phase == "sweep" and p.concurrency == target)]
-
-
-def tuned_point(result: EngineResult, target: int | None = None) -> Point | None:
-    """The point that represents an engine in comparisons.
-
-    When tuning ran and found a configuration within the SLA, its point at the target concurrency;
-    else the sweep point at the target concurrency, else the best SLA-meeting sweep point.
-    """
-    if result.tuned_knobs is not None and target is not None:
-        chosen = [p for p in tuning_candidates(result, target) if p.knobs == result.tuned_knobs]
-        if chosen:
-            return max(chosen, key=lambda p: p.output_tok_s)
-    sweep = [p for p in result.points if p.phase == "sweep"]
-    if target is not None:
-        at = [p for p in sweep if p.concurrency == target]
-        if at:
-            return at[0]
-    ok = [p for p in sweep if p.sla_met] or sweep
-    return max(ok, key=lambda p: p.output_tok_s) if ok else None
 
 
 async def run_benchmarks(cfg: PlaybookConfig, run_dir: Path, progress: Progress | None = None) -> list[EngineResult]:
@@ -365,17 +380,3 @@ async def run_benchmarks(cfg: PlaybookConfig, run_dir: Path, progress: Progress 
         save_engine_result(run_dir, result)
         results.append(result)
     return results
-
-
-def points_table(results: list[EngineResult]) -> list[dict[str, Any]]:
-    """Flat rows of every measured point, for tables and ``summary.json``."""
-    rows = []
-    for r in results:
-        for p in r.points:
-            row = p.model_dump(mode="json", exclude={"server", "gpu", "roofline", "knobs"})
-            row.update({f"server_{k}": v for k, v in p.server.model_dump().items()})
-            row.update({f"gpu_{k}": v for k, v in p.gpu.model_dump().items()})
-            row["knobs"] = ", ".join(f"{k}={v}" for k, v in p.knobs.items())
-            row["roofline"] = ratio_text(p.roofline) if p.roofline else ""
-            rows.append(row)
-    return rows

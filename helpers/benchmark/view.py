@@ -1,4 +1,4 @@
-"""Step 5 view: run the benchmarks (resuming), then show points, failures, tuning and plots."""
+"""Step 5 in the notebook: ``run`` measures (resuming) and saves every engine result; ``show`` only displays."""
 
 from __future__ import annotations
 
@@ -6,13 +6,15 @@ import pandas as pd
 
 from helpers.benchmark import plots
 from helpers.benchmark.claims import claims_table
-from helpers.benchmark.run import points_table, run_benchmarks, target_concurrency, tuned_point
-from helpers.core.config import PlaybookConfig
-from helpers.environment.kv_prediction import predicted_kv_tokens
+from helpers.benchmark.run import run_benchmarks, target_concurrency
+from helpers.benchmark.sla import representatives, sla_text
+from helpers.core.text import knob_text
+from helpers.environment.records import EnvironmentRecord, MemoryPlanRecord
 from helpers.measure.telemetry import local_gpu_spec
 from helpers.model.gpu_specs import GpuSpec, gpu_spec
 from helpers.report.notebook import Context, esc, not_yet, progress, say, show_figure, show_html, show_table
 from helpers.run.records import EngineResult
+from helpers.run.summary import points_table
 from helpers.workload.levels import scale_note
 
 POINT_COLUMNS = {
@@ -51,18 +53,18 @@ async def run(ctx: Context) -> list[EngineResult]:
 
 def run_gpu_spec(ctx: Context) -> GpuSpec | None:
     """The GPU the run was measured on: from step 2's inventory in the run folder, else this machine's."""
-    gpus = ((ctx.load_json("environment.json") or {}).get("hardware") or {}).get("gpus") or []
-    return gpu_spec(gpus[0]["name"]) if gpus else local_gpu_spec()
+    env = ctx.folder.load(EnvironmentRecord)
+    gpus = env.hardware.gpus if env is not None and env.hardware is not None else []
+    return gpu_spec(gpus[0].name) if gpus else local_gpu_spec()
 
 
-def engines_table(
-    results: list[EngineResult], cfg: PlaybookConfig | None = None, gpu: GpuSpec | None = None
-) -> pd.DataFrame:
-    """One row per engine configuration: status, reason, version, cold start, KV capacity, tuned config."""
-    specs = {e.label: e for e in cfg.engines} if cfg else {}
+def engines_table(results: list[EngineResult], plan: MemoryPlanRecord | None = None) -> pd.DataFrame:
+    """One row per engine configuration: status, reason, version, cold start, KV capacity, tuned config.
+
+    The predicted KV capacity is step 4's (``MemoryPlanRecord``), beside what the engine logged at start.
+    """
     rows = []
     for r in results:
-        spec = specs.get(r.label)
         rows.append(
             {
                 "engine config": r.label,
@@ -71,9 +73,9 @@ def engines_table(
                 "status": r.status,
                 "reason": r.reason or "",
                 "cold start s": r.cold_start_s,
-                "KV tokens predicted (step 4)": predicted_kv_tokens(cfg, spec, gpu) if spec and cfg else None,
+                "KV tokens predicted (step 4)": plan.predicted(r.label) if plan is not None else None,
                 "KV tokens reported (engine log)": r.kv_capacity_tokens,
-                "tuned knobs": ", ".join(f"{k}={v}" for k, v in (r.tuned_knobs or {}).items()),
+                "tuned knobs": knob_text(r.tuned_knobs),
             }
         )
     return pd.DataFrame(rows)
@@ -93,7 +95,7 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     note = scale_note(ctx.cfg)
     if note:
         say(note, "warn")
-    show_table(engines_table(results, ctx.cfg, run_gpu_spec(ctx)), "Engine configurations")
+    show_table(engines_table(results, ctx.folder.load(MemoryPlanRecord)), "Engine configurations")
     for r in results:
         if r.status != "ok" and r.log_tail:
             say(f"{r.label}: {r.reason}", "warn")
@@ -132,18 +134,20 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
         if fig is not None:
             show_figure(fig)
     show_table(claims_table(results), "The seeds' claims beside this run's measurements")
-    target = target_concurrency(ctx.cfg)
-    rep = [(r.label, tuned_point(r, target)) for r in results]
+    reps = representatives(results, ctx.cfg)
     rows = [
         {
             "engine config": label,
-            "concurrency": p.concurrency,
-            "knobs": ", ".join(f"{k}={v}" for k, v in p.knobs.items()),
-            "output tok/s": p.output_tok_s,
-            "TTFT p95 ms": p.ttft_ms_p95,
-            "SLA met": p.sla_met,
+            "measurement": rep.source,
+            "concurrency": rep.concurrency,
+            "knobs": knob_text(rep.knobs),
+            "output tok/s": rep.output_tok_s.text() if rep.output_tok_s else None,
+            "TTFT p95 ms": rep.ttft_ms_p95.text() if rep.ttft_ms_p95 else None,
+            "meets SLA": rep.meets_sla,
+            "why this one": rep.basis,
         }
-        for label, p in rep
-        if p is not None
+        for label, rep in reps.items()
     ]
-    show_table(pd.DataFrame(rows), "The point each engine configuration is compared at (tuned where tuning ran)")
+    show_table(
+        pd.DataFrame(rows), f"The measurement that stands for each engine configuration ({sla_text(ctx.cfg.sla)})"
+    )

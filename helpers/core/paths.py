@@ -16,12 +16,14 @@ TEMPLATES_DIR = PACKAGE_DIR / "report" / "templates"
 
 
 def resolve_model_dir(path: str | Path) -> Path:
-    """Return the model folder for ``path``: absolute, relative to the cwd, or a name in ``playbook/models``."""
+    """Return the model folder for ``path``: absolute, a name in ``playbook/models``, repo-relative, or cwd-relative."""
     p = Path(path).expanduser()
     if p.is_absolute():
         return p
     if (MODELS_DIR / p).is_dir():
         return MODELS_DIR / p
+    if (REPO_ROOT / p).is_dir():  # e.g. .engines/models/<name>, from the repo root or a notebook's cwd
+        return REPO_ROOT / p
     return p.resolve()
 
 

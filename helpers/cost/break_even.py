@@ -10,6 +10,7 @@ GPUs); ``tco_curve`` gives the stepped whole-GPU view for plotting.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from helpers.cost.compute import HOURS_PER_MONTH, fleet_and_tco, traffic_demand
 from helpers.run.records import EngineResult
 
 
-def _usable(results: list[EngineResult], cfg: PlaybookConfig, profile: dict | None) -> pd.DataFrame:
+def _usable(results: list[EngineResult], cfg: PlaybookConfig, profile: Any) -> pd.DataFrame:
     """Fleet rows whose tuned point meets the SLA, with their GPU $/month per output tok/s."""
     fleet = fleet_and_tco(results, cfg, profile)
     if fleet.empty:
@@ -31,7 +32,7 @@ def _usable(results: list[EngineResult], cfg: PlaybookConfig, profile: dict | No
     return fleet
 
 
-def break_even(results: list[EngineResult], cfg: PlaybookConfig, profile: dict | None = None) -> pd.DataFrame:
+def break_even(results: list[EngineResult], cfg: PlaybookConfig, profile: Any = None) -> pd.DataFrame:
     """One row per pair (harder = more ops $/month, easier): the sustained traffic where they cost the same.
 
     ``break_even_output_tok_s`` is NaN when the harder one is not cheaper per token (``verdict``
@@ -75,9 +76,7 @@ def break_even(results: list[EngineResult], cfg: PlaybookConfig, profile: dict |
     return pd.DataFrame(rows)
 
 
-def tco_curve(
-    results: list[EngineResult], cfg: PlaybookConfig, profile: dict | None = None, steps: int = 60
-) -> pd.DataFrame:
+def tco_curve(results: list[EngineResult], cfg: PlaybookConfig, profile: Any = None, steps: int = 60) -> pd.DataFrame:
     """Monthly TCO per configuration over a range of sustained output rates, in whole replicas.
 
     The range runs to twice the larger of the profiled peak, the finite break-even rates and four

@@ -16,15 +16,17 @@ from typing import Any
 
 import pandas as pd
 
+from helpers.benchmark.sla import grid_points, meets_sla, representative, sla_share
 from helpers.core.config import PlaybookConfig
 from helpers.core.errors import ConfigError
+from helpers.core.text import knob_text
 from helpers.engines import ENGINES
 from helpers.model.gpu_specs import gpu_spec
 from helpers.model.reference_data import GPU_PRICES_FILE, FamilyFacts, load_engine_facts, load_gpu_prices
 from helpers.run.records import EngineResult, Point
+from helpers.workload.facts import facts_of
 
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12
-MAX_ERROR_SHARE = 0.01  # a point with more failed requests than this does not count as within SLA
 CPU_PRICE_KEY = "cpu"
 
 
@@ -75,16 +77,8 @@ def _gpus_per_replica(point: Point | None, label: str, cfg: PlaybookConfig) -> i
 
 
 def within_sla(point: Point, cfg: PlaybookConfig) -> bool:
-    """Tell whether the point completed requests, failed ≤1% of them and met the latency SLA."""
-    attempted = point.requests + point.errors
-    if point.requests <= 0 or (attempted and point.errors / attempted > MAX_ERROR_SHARE):
-        return False
-    if point.ttft_ms_p95 is None:
-        return bool(point.sla_met)
-    ok = point.ttft_ms_p95 <= cfg.sla.ttft_p95_ms
-    if cfg.sla.itl_p95_ms is not None and point.itl_ms_p95 is not None:
-        ok = ok and point.itl_ms_p95 <= cfg.sla.itl_p95_ms
-    return ok
+    """Whether ``point`` meets the run's SLA (the one definition: ``helpers.benchmark.sla.meets_sla``)."""
+    return meets_sla(point, cfg.sla)
 
 
 _COST_COLUMNS = [
@@ -115,7 +109,7 @@ def cost_table(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataFrame
                     **base,
                     "phase": p.phase,
                     "concurrency": p.concurrency,
-                    "knobs": ",".join(f"{k}={v}" for k, v in sorted(p.knobs.items())),
+                    "knobs": knob_text(p.knobs, ","),
                     "gpus_per_replica": gpus,
                     "price_per_hour": price,
                     "priced_as": priced_as,
@@ -136,45 +130,68 @@ def cost_table(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataFrame
 
 
 def best_points(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataFrame:
-    """Per configuration with points: its highest-throughput point within the SLA (the tuned point).
+    """Per configuration with points: its representative measurement (``helpers.benchmark.sla``), priced.
 
-    Columns add ``points`` (measured), ``sla_share`` (share within SLA) and ``meets_sla``; when no
-    point meets the SLA the row holds the highest-throughput point with ``meets_sla`` False.
+    Columns add ``points`` (grid points measured), ``sla_share`` (share of them within the SLA),
+    ``meets_sla`` (whether the representative meets it) and ``representative`` (its identity key).
     """
-    table = cost_table(results, cfg)
-    measured = table[table["output_tok_s"].notna()]
+    prices = load_gpu_prices() if cfg.cost.gpu_price_per_hour is None else {}
     rows = []
-    for _label, grp in measured.groupby("label", sort=False):
-        ok = grp[grp["within_sla"].astype(bool)]
-        pick = (ok if len(ok) else grp).sort_values(["output_tok_s", "concurrency"], ascending=[False, True])
-        row = pick.iloc[0].to_dict()
-        row["concurrency"], row["gpus_per_replica"] = int(row["concurrency"]), int(row["gpus_per_replica"])
-        row.update(points=len(grp), sla_share=len(ok) / len(grp), meets_sla=bool(len(ok)))
-        rows.append(row)
-    return pd.DataFrame(rows, columns=[*_COST_COLUMNS, "points", "sla_share", "meets_sla"])
+    for r in results:
+        rep = representative(r, cfg)
+        if rep.source == "none":
+            continue
+        price, source, priced_as = price_for(r.engine, cfg, prices)
+        gpus = int(rep.knobs.get("tensor_parallel") or _gpus_per_replica(None, r.label, cfg))
+        hourly = price * gpus
+        out, total = (
+            rep.output_tok_s.mean if rep.output_tok_s else math.nan,
+            rep.total_tok_s.mean if rep.total_tok_s else math.nan,
+        )
+        rows.append(
+            {
+                "label": r.label, "engine": r.engine, "family": family_of(r.engine), "status": r.status,
+                "phase": rep.phase, "concurrency": rep.concurrency, "knobs": knob_text(rep.knobs, ","),
+                "gpus_per_replica": gpus, "price_per_hour": price, "priced_as": priced_as, "price_source": source,
+                "output_tok_s": out, "total_tok_s": total,
+                "ttft_ms_p95": rep.ttft_ms_p95.mean if rep.ttft_ms_p95 else None, "within_sla": rep.meets_sla,
+                "usd_per_hour": hourly, "usd_per_mtok_output": cost_per_million(hourly, out),
+                "usd_per_mtok_total": cost_per_million(hourly, total), "points": len(grid_points(r)),
+                "sla_share": sla_share(r, cfg) or 0.0, "meets_sla": rep.meets_sla, "representative": rep.key,
+            }
+        )  # fmt: skip
+    return pd.DataFrame(rows, columns=[*_COST_COLUMNS, "points", "sla_share", "meets_sla", "representative"])
 
 
-def traffic_demand(cfg: PlaybookConfig, profile: dict | None) -> dict[str, Any]:
-    """Return the peak to size for: output tok/s (peak req/s × mean output tokens) and p99 concurrency.
+def traffic_demand(cfg: PlaybookConfig, profile: Any) -> dict[str, Any]:
+    """Return the peak to size for, and where it comes from.
 
-    Reads the workload profile first, then ``workload.peak_requests_per_s`` / ``output_tokens``.
+    The config's ``workload.peak_requests_per_s`` when given; else the peak measured on a real trace in
+    step 1; never the peak of the synthetic stand-in sample (that would be an artefact of its random
+    arrivals). Output tokens per request: the trace's mean when measured, else ``workload.output_tokens``.
+    The p99 concurrency is used only when measured on a real trace.
     """
-    profile = profile or {}
-    rps = profile.get("peak_requests_per_s") or cfg.workload.peak_requests_per_s
-    out_mean = profile.get("output_tokens_mean") or cfg.workload.output_tokens
-    conc = profile.get("concurrency_p99")
+    f = facts_of(profile)
+    out_mean = (f.output_tokens_mean if f.measured_trace else None) or cfg.workload.output_tokens
+    if cfg.workload.peak_requests_per_s:
+        rps, src = cfg.workload.peak_requests_per_s, "config workload.peak_requests_per_s"
+    elif f.measured_trace and f.peak_requests_per_s:
+        rps, src = f.peak_requests_per_s, f"peak measured on the trace ({f.source})"
+    else:
+        rps, src = None, ""
+    conc = f.concurrency_p99 if f.measured_trace else None
     parts = []
     if rps:
-        src = "profile" if profile.get("peak_requests_per_s") else "config workload.peak_requests_per_s"
         parts.append(f"peak {rps:g} req/s ({src}) × {out_mean:g} output tokens")
     if conc:
-        parts.append(f"p99 concurrency {conc:g} (profile)")
+        parts.append(f"p99 concurrency {conc:g} (measured on the trace)")
     return {
         "output_tok_s": float(rps * out_mean) if rps else None,
         "concurrency": float(conc) if conc else None,
         "requests_per_s": float(rps) if rps else None,
         "output_tokens_mean": float(out_mean),
-        "basis": "; ".join(parts) or "no peak traffic known: one replica",
+        "source": src or ("trace p99 concurrency" if conc else "none"),
+        "basis": "; ".join(parts) or "no peak traffic given (workload.peak_requests_per_s) or measured: one replica",
     }
 
 
@@ -214,7 +231,7 @@ def _measured_cold_starts(results: list[EngineResult]) -> dict[str, float]:
     return {f: statistics.median(v) for f, v in by_family.items()}
 
 
-def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: dict | None) -> pd.DataFrame:
+def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: Any) -> pd.DataFrame:
     """Per configuration: replicas and GPUs to serve the peak within the SLA, monthly GPU, ops and TCO.
 
     Replicas = max(ceil(demand tok/s ÷ tuned tok/s), ceil(p99 concurrency ÷ tuned concurrency)), one
@@ -250,6 +267,7 @@ def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: dic
                 "family": family,
                 "status": r.status,
                 "meets_sla": b["meets_sla"],
+                "representative": b["representative"],
                 "concurrency": b["concurrency"],
                 "output_tok_s": b["output_tok_s"],
                 "ttft_ms_p95": b["ttft_ms_p95"],

@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from helpers.core.config import PlaybookConfig
 from helpers.cost.break_even import break_even
 from helpers.cost.compute import fleet_and_tco
+from helpers.cost.records import CostAnalysis, frame
 from helpers.decision.text import build_answer
 from helpers.decision.tree import DecisionResult, run_tree, score_engines, tree_verdict
 from helpers.run.records import EngineResult
 
 
-def decide(results: list[EngineResult], cfg: PlaybookConfig, profile: dict | None = None) -> DecisionResult:
-    """Run the tree, score the configurations, pick primary and backup, and write the answer."""
+def decide(
+    results: list[EngineResult], cfg: PlaybookConfig, profile: Any = None, cost: CostAnalysis | None = None
+) -> DecisionResult:
+    """Run the tree, score the configurations, pick primary and backup, and write the answer.
+
+    The fleet and break-even come from step 6's ``cost`` record when given (the notebook path), so the
+    decision quotes exactly the numbers step 6 shows; without it (tests, tools) they are computed here
+    by the same functions.
+    """
     steps = run_tree(cfg, profile)
     family, end = tree_verdict(steps)
-    fleet = fleet_and_tco(results, cfg, profile) if results else pd.DataFrame()
-    be = break_even(results, cfg, profile) if results else pd.DataFrame()
+    if cost is not None:
+        fleet, be = frame(cost.fleet), frame(cost.break_even)
+    else:
+        fleet = fleet_and_tco(results, cfg, profile) if results else pd.DataFrame()
+        be = break_even(results, cfg, profile) if results else pd.DataFrame()
     scores = score_engines(results, cfg, steps, fleet)
-    return build_answer(cfg, profile or {}, results, steps, family, end, scores, fleet, be)
+    return build_answer(cfg, profile, results, steps, family, end, scores, fleet, be)

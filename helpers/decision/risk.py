@@ -2,28 +2,66 @@
 
 Baseline likelihoods and the dated facts come from ``data/engine_facts.yaml``; the config's answers
 raise them (AMD planned raises hardware binding, frequent updates raise model-support lag, a small
-or low-MLOps team raises ops complexity). The migration plan reads what changes straight from the
-engine adapters: launch flags (``knob_flags``), entry point, image, ports and metric names.
+or low-MLOps team raises ops complexity). Cold starts are this run's measurements
+(``EngineResult.cold_start_s``) where the run has them, the dated facts otherwise; a source that
+names a file outside the repository is marked as such rather than cited. The migration plan reads
+what changes straight from the engine adapters: launch flags (``knob_flags``, with real weights:
+never ``--load-format dummy``), entry point, image, ports and metric names; its rollback triggers are
+the rollout's one set of criteria (``helpers.rollout.rollback``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import fields
+import re
+import statistics
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pandas as pd
 
 from helpers.core.config import Knobs, PlaybookConfig
-from helpers.cost.compute import MAX_ERROR_SHARE
+from helpers.core.paths import REPO_ROOT
 from helpers.decision.tree import DISPLAY, DecisionResult
 from helpers.engines import ENGINES, EngineAdapter
 from helpers.model.reference_data import FamilyFacts, load_engine_facts
+from helpers.rollout.rollback import rollback_criteria
+from helpers.run.records import EngineResult
 
 LEVELS = ["low", "medium", "high"]
-QUEUE_ALERT = 100  # seed 003 §5.3: queue length > 100
-GPU_MEM_ALERT = 0.95  # seed 003 §5.3: GPU memory > 95%
 LONG_BUILD_S = 600  # a target whose build/cold start exceeds this needs a build pipeline
+_FILE = re.compile(r"[\w.-]+(?:/[\w.-]+)+\.(?:md|txt|json|ya?ml|py|csv)\b|\b[\w-]+\.(?:md|txt|json|ya?ml|csv)\b")
+OUTSIDE = "notes outside this repository"
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """A family's cold start as the register uses it: seconds and where the number comes from."""
+
+    seconds: float
+    source: str
+    measured: bool
+
+
+def citable(source: str) -> str:
+    """``source`` with every file it names that is not in this repository replaced by a plain statement."""
+    return _FILE.sub(lambda m: m.group(0) if (REPO_ROOT / m.group(0)).is_file() else OUTSIDE, source)
+
+
+def cold_start(family: str, f: FamilyFacts | None, results: list[EngineResult] | None) -> ColdStart:
+    """The run's measured cold start of ``family`` (median over its configurations), else the dated fact."""
+    measured = [(r.label, r.cold_start_s) for r in results or [] if _family(r.engine) == family and r.cold_start_s]
+    if measured:
+        secs = statistics.median(s for _, s in measured)
+        who = ", ".join(f"{label} {s:,.0f} s" for label, s in measured)
+        return ColdStart(secs, f"measured in this run: {who}", True)
+    if f is None:
+        return ColdStart(0.0, "no cold start measured or on file", False)
+    return ColdStart(f.cold_start.seconds, citable(f"{f.cold_start.source}; {f.cold_start.date}"), False)
+
+
+def _family(engine: str) -> str:
+    return ENGINES[engine].family if engine in ENGINES else ""
 
 
 def _up(level: str, cond: bool) -> str:
@@ -32,11 +70,11 @@ def _up(level: str, cond: bool) -> str:
 
 
 def _evidence(f: FamilyFacts, *topics: str) -> str:
-    items = [f"{x.text} ({x.source}; {x.date})" for x in f.facts if x.topic in topics]
+    items = [f"{x.text} ({citable(x.source)}; {x.date})" for x in f.facts if x.topic in topics]
     return "; ".join(items) or "no dated fact on file (add one to engine_facts.yaml)"
 
 
-def _risks(family: str, f: FamilyFacts, cfg: PlaybookConfig, backup: str) -> list[dict[str, Any]]:
+def _risks(family: str, f: FamilyFacts, cfg: PlaybookConfig, backup: str, cold: ColdStart) -> list[dict[str, Any]]:
     """Build the five register entries for one family, adjusted by the config's answers."""
     lv = f.risk_levels
     non_nvidia = cfg.hardware.vendors != "nvidia-only"
@@ -44,7 +82,7 @@ def _risks(family: str, f: FamilyFacts, cfg: PlaybookConfig, backup: str) -> lis
         cfg.cadence.updates_per_month >= cfg.decision.frequent_updates_per_month or cfg.cadence.concurrent_models > 1
     )
     small = cfg.team.size < 5 or cfg.team.mlops_maturity == "low"
-    build_h = cfg.cadence.updates_per_month * cfg.cadence.concurrent_models * f.cold_start.seconds / 3600
+    build_h = cfg.cadence.updates_per_month * cfg.cadence.concurrent_models * cold.seconds / 3600
     return [
         {
             "risk": "ecosystem lock-in",
@@ -84,7 +122,7 @@ def _risks(family: str, f: FamilyFacts, cfg: PlaybookConfig, backup: str) -> lis
             "impact": "high" if small else "medium",
             "evidence": (
                 f"{f.ops_hours_per_month.hours:g} engineer h/month (assumption); restart/build "
-                f"{f.cold_start.seconds:g} s per update ({f.cold_start.source}) = {build_h:.2f} h/month at "
+                f"{cold.seconds:,.0f} s per update ({cold.source}) = {build_h:.2f} h/month at "
                 f"{cfg.cadence.updates_per_month:g} update(s) × {cfg.cadence.concurrent_models} model(s); "
                 + _evidence(f, "ops")
             ),
@@ -93,8 +131,13 @@ def _risks(family: str, f: FamilyFacts, cfg: PlaybookConfig, backup: str) -> lis
     ]
 
 
-def risk_register(decision: DecisionResult, cfg: PlaybookConfig) -> pd.DataFrame:
-    """One row per (engine family, risk): likelihood, impact, dated evidence, mitigation, role."""
+def risk_register(
+    decision: DecisionResult, cfg: PlaybookConfig, results: list[EngineResult] | None = None
+) -> pd.DataFrame:
+    """One row per (engine family, risk): likelihood, impact, dated evidence, mitigation, role.
+
+    ``results`` (the run's engine results) supply the measured cold starts; without them the dated facts do.
+    """
     facts = load_engine_facts()
     roles: dict[str, list[str]] = {}
     for s in decision.scores:
@@ -112,7 +155,8 @@ def risk_register(decision: DecisionResult, cfg: PlaybookConfig) -> pd.DataFrame
             else "other"
         )
         fallback = decision.backup if role == "primary" else decision.primary
-        for r in _risks(family, facts[family], cfg, fallback or "the backup"):
+        cold = cold_start(family, facts[family], results)
+        for r in _risks(family, facts[family], cfg, fallback or "the backup", cold):
             rows.append(
                 {
                     "family": family,
@@ -136,9 +180,10 @@ def _adapter_for(label: str | None, family: str, decision: DecisionResult) -> En
 
 
 def _knobs(label: str | None, cfg: PlaybookConfig) -> tuple[Knobs | None, list[str]]:
+    """The configuration's knobs as deployed (real weights, never dummy) and its extra flags."""
     for spec in cfg.engines:
         if spec.label == label:
-            return spec.knobs, list(spec.extra_args)
+            return spec.knobs.model_copy(update={"dummy_weights": False}), list(spec.extra_args)
     return None, []
 
 
@@ -148,8 +193,13 @@ def _options(adapter: EngineAdapter, knobs: Knobs) -> str:
     return str(extra(knobs)) if callable(extra) and extra(knobs) else "(none)"
 
 
-def migration_plan(decision: DecisionResult, cfg: PlaybookConfig) -> dict[str, Any]:
+def migration_plan(
+    decision: DecisionResult, cfg: PlaybookConfig, results: list[EngineResult] | None = None
+) -> dict[str, Any]:
     """Plan the move from primary to backup: what changes, the effort, and when to roll back.
+
+    ``results`` supply the target's measured cold start (else the dated fact). The rollback triggers are
+    ``helpers.rollout.rollback``'s criteria with the backup's measured throughput.
 
     Returns ``{"from", "to", "changes" (DataFrame: aspect, from, to), "effort_days", "effort"
     (DataFrame: task, days, basis), "rollback_triggers" (list), "steps" (list)}``.
@@ -168,7 +218,7 @@ def migration_plan(decision: DecisionResult, cfg: PlaybookConfig) -> dict[str, A
     dst = _adapter_for(decision.backup, decision.backup_family, decision)
     k_src, x_src = _knobs(decision.primary, cfg)
     k_dst, x_dst = _knobs(decision.backup, cfg)
-    k_src = k_src or Knobs()
+    k_src = k_src or Knobs(dummy_weights=False)
     k_dst = k_dst or k_src  # the same tuning intent, expressed in the target's flags
 
     def entry(a: EngineAdapter) -> str:
@@ -189,7 +239,8 @@ def migration_plan(decision: DecisionResult, cfg: PlaybookConfig) -> dict[str, A
         changes.append((f"metric: {fld.name}", a or "(none)", b or "(none)"))
     facts = load_engine_facts()
     renamed = sum(1 for _, a, b in changes if a != b)
-    dst_build = facts[dst.family].cold_start.seconds if dst.family in facts else 0.0
+    dst_cold = cold_start(dst.family, facts.get(dst.family), results)
+    dst_build = dst_cold.seconds
     effort = [
         ("deploy the new image and flags to a canary", 1.0, "assumption"),
         ("re-run the playbook benchmark and SLA tuning on the target", 1.0, "assumption: one playbook run"),
@@ -200,21 +251,14 @@ def migration_plan(decision: DecisionResult, cfg: PlaybookConfig) -> dict[str, A
         ),
     ]
     if dst_build > LONG_BUILD_S:
-        effort.append(("set up an engine build pipeline in CI", 5.0, f"assumption; build {dst_build:g} s per update"))
-    sla = cfg.sla.ttft_p95_ms
-    floor = 1.0 - cfg.review.regression_threshold
-    tuned = next((e for e in decision.evidence if e["label"] == decision.backup), None)
-    triggers = [
-        f"TTFT p95 above {sla:g} ms (sla.ttft_p95_ms) for 5 minutes on the canary",
-        f"more than {MAX_ERROR_SHARE:.0%} of requests failing",
-        f"queue length ({dst.metrics.waiting or 'waiting requests'}) above {QUEUE_ALERT} (seed 003 §5.3)",
-        f"GPU memory above {GPU_MEM_ALERT:.0%} (seed 003 §5.3)",
-    ]
-    if tuned and tuned.get("output_tok_s"):
-        triggers.append(
-            f"output tok/s per replica below {floor:.0%} of the measured {tuned['output_tok_s']:,.0f} "
-            f"at concurrency {tuned['concurrency']:,.0f} (review.regression_threshold)"
+        effort.append(
+            ("set up an engine build pipeline in CI", 5.0, f"assumption; build {dst_build:,.0f} s ({dst_cold.source})")
         )
+    tuned = next((e for e in decision.evidence if e["label"] == decision.backup), None)
+    tok_s = tuned.get("output_tok_s") if tuned else None
+    conc = tuned.get("concurrency") if tuned else None
+    crit = rollback_criteria(cfg, tok_s or None, int(conc) if conc else None)
+    triggers = crit.triggers()
     return {
         "from": decision.primary,
         "to": decision.backup,

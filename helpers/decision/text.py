@@ -16,6 +16,7 @@ from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
 from helpers.decision.tree import DISPLAY, DecisionResult, EngineScore, Phase, TreeStep, rank_candidates
 from helpers.run.records import EngineResult
+from helpers.workload.facts import facts_of
 
 ROUND = {
     "concurrency": 0, "output_tok_s": 0, "ttft_ms_p95": 0, "sla_share": 2, "usd_per_mtok_output": 3,
@@ -40,7 +41,7 @@ def _f(key: str, v: Any) -> str:
     return f"{_r(key, v):,.{ROUND[key]}f}"
 
 
-def config_warnings(cfg: PlaybookConfig, profile: dict, tree_family: str, results: list[EngineResult]) -> list[str]:
+def config_warnings(cfg: PlaybookConfig, profile: Any, tree_family: str, results: list[EngineResult]) -> list[str]:
     """Answers that contradict each other or the engine list, failed engines, and edge cases."""
     w: list[str] = []
     configured = {family_of(e.engine) for e in cfg.engines}
@@ -59,13 +60,14 @@ def config_warnings(cfg: PlaybookConfig, profile: dict, tree_family: str, result
         )
     if cfg.team.chase_peak and cfg.team.mlops_maturity == "low":
         w.append("Contradiction: team.chase_peak is true but team.mlops_maturity is 'low'; peak-chasing needs MLOps.")
-    ratio = profile.get("prefix_reuse_ratio")
+    facts = facts_of(profile)
+    ratio = facts.prefix_reuse_ratio
     if ratio is not None and ratio >= cfg.decision.prefix_reuse_threshold and cfg.workload.shared_prefix_tokens == 0:
         w.append(
             "The profile shows heavy prefix reuse but the benchmark workload had no shared prefix "
             "(workload.shared_prefix_tokens = 0), so the measurements do not show prefix-cache gains."
         )
-    conc = profile.get("concurrency_p99")
+    conc = facts.concurrency_p99
     frequent = cfg.cadence.updates_per_month >= cfg.decision.frequent_updates_per_month
     if conc is not None and conc >= cfg.decision.high_concurrency and frequent:
         w.append(
@@ -93,7 +95,7 @@ def _pick(scores: list[EngineScore], tree_family: str, warnings: list[str]):
 def _evidence(fleet: pd.DataFrame, scores: list[EngineScore], sla: float) -> list[dict[str, Any]]:
     """Collect the rounded measured numbers per configuration (what the sentences quote)."""
     total = {s.label: s.total for s in scores}
-    keep = ["label", "family", "status", "concurrency", "output_tok_s", "ttft_ms_p95", "sla_share",
+    keep = ["label", "representative", "family", "status", "concurrency", "output_tok_s", "ttft_ms_p95", "sla_share",
             "usd_per_mtok_output", "priced_as", "price_per_hour", "demand_output_tok_s", "demand_concurrency",
             "gpus", "gpu_monthly_usd", "ops_monthly_usd", "tco_monthly_usd", "build_s"]  # fmt: skip
     rows = []
@@ -193,11 +195,11 @@ def _best_of(family: str, scores: list[EngineScore], evidence: dict[str, dict]) 
     return evidence[fam[0].label] if fam else None
 
 
-def phase_plan(cfg: PlaybookConfig, profile: dict, res: dict[str, Any], scores: list[EngineScore]) -> list[Phase]:
+def phase_plan(cfg: PlaybookConfig, profile: Any, res: dict[str, Any], scores: list[EngineScore]) -> list[Phase]:
     """Lay out seed 000 §5.4's three phases (vLLM → SGLang → TensorRT-LLM) with this run's numbers."""
     ev = {e["label"]: e for e in res["evidence"]}
     v, s, t = (_best_of(f, scores, ev) for f in ("vllm", "sglang", "trtllm"))
-    ratio = profile.get("prefix_reuse_ratio")
+    ratio = facts_of(profile).prefix_reuse_ratio
     thr = cfg.decision.prefix_reuse_threshold
     nvidia = cfg.hardware.vendors == "nvidia-only"
     p1 = {"output_tok_s": v["output_tok_s"], "usd_per_mtok_output": v["usd_per_mtok_output"]} if v else {}
@@ -233,7 +235,7 @@ def phase_plan(cfg: PlaybookConfig, profile: dict, res: dict[str, Any], scores: 
 
 def build_answer(
     cfg: PlaybookConfig,
-    profile: dict,
+    profile: Any,
     results: list[EngineResult],
     steps: list[TreeStep],
     tree_family: str,

@@ -10,40 +10,46 @@ three-phase plan are written by ``helpers.decision.text``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
-from helpers.run.records import EngineResult
+from helpers.run.records import Artifact, EngineResult
+from helpers.workload.facts import facts_of
 
-FAMILIES = ("vllm", "sglang", "trtllm")
-DISPLAY = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "": "unknown engine"}
+FAMILIES = ("vllm", "sglang", "trtllm", "lmdeploy")
+DISPLAY = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "lmdeploy": "LMDeploy", "": "unknown engine"}
 SMALL_TEAM = 5  # seed 003 §7.1: small team < 5 people
 
 # Fit of each family per dimension and answer (0-1): the playbook's reading of seed 003 §3.1-3.4.
+# lmdeploy (the seeds give only its throughput, seed 000 §5.2: ~130% of vLLM): the playbook's reading of
+# LMDeploy's source and the H200 probe: TurboMind is CUDA-only, the PyTorch engine also has ROCm/Ascend
+# paths (hardware 0.4 off NVIDIA, like SGLang); new architectures reach the PyTorch engine first (stability
+# 0.7 when frequent); prefix caching is opt-in in both backends (prefix_heavy 0.8); two backends, a CUDA 12
+# TurboMind build and its silent fallback to PyTorch cost a small team (team 0.6).
 FIT: dict[str, dict[str, dict[str, float]]] = {
     "hardware": {
-        "nvidia-only": {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0},
-        "amd-planned": {"vllm": 1.0, "sglang": 0.4, "trtllm": 0.0},
-        "mixed": {"vllm": 1.0, "sglang": 0.4, "trtllm": 0.0},
+        "nvidia-only": {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0, "lmdeploy": 1.0},
+        "amd-planned": {"vllm": 1.0, "sglang": 0.4, "trtllm": 0.0, "lmdeploy": 0.4},
+        "mixed": {"vllm": 1.0, "sglang": 0.4, "trtllm": 0.0, "lmdeploy": 0.4},
     },
     "stability": {
-        "frequent": {"vllm": 1.0, "sglang": 0.8, "trtllm": 0.2},
-        "stable": {"vllm": 0.8, "sglang": 0.8, "trtllm": 1.0},
+        "frequent": {"vllm": 1.0, "sglang": 0.8, "trtllm": 0.2, "lmdeploy": 0.7},
+        "stable": {"vllm": 0.8, "sglang": 0.8, "trtllm": 1.0, "lmdeploy": 0.8},
     },
     "workload": {
-        "prefix_heavy": {"vllm": 0.6, "sglang": 1.0, "trtllm": 0.5},
-        "high_concurrency": {"vllm": 0.8, "sglang": 0.8, "trtllm": 1.0},
-        "low_concurrency": {"vllm": 1.0, "sglang": 0.8, "trtllm": 0.8},
-        "unknown": {"vllm": 0.8, "sglang": 0.8, "trtllm": 0.8},
+        "prefix_heavy": {"vllm": 0.6, "sglang": 1.0, "trtllm": 0.5, "lmdeploy": 0.8},
+        "high_concurrency": {"vllm": 0.8, "sglang": 0.8, "trtllm": 1.0, "lmdeploy": 0.8},
+        "low_concurrency": {"vllm": 1.0, "sglang": 0.8, "trtllm": 0.8, "lmdeploy": 0.8},
+        "unknown": {"vllm": 0.8, "sglang": 0.8, "trtllm": 0.8, "lmdeploy": 0.8},
     },
     "team": {
-        "small": {"vllm": 1.0, "sglang": 0.7, "trtllm": 0.2},
-        "middle": {"vllm": 1.0, "sglang": 0.8, "trtllm": 0.5},
-        "large_peak": {"vllm": 0.8, "sglang": 0.8, "trtllm": 1.0},
+        "small": {"vllm": 1.0, "sglang": 0.7, "trtllm": 0.2, "lmdeploy": 0.6},
+        "middle": {"vllm": 1.0, "sglang": 0.8, "trtllm": 0.5, "lmdeploy": 0.7},
+        "large_peak": {"vllm": 0.8, "sglang": 0.8, "trtllm": 1.0, "lmdeploy": 0.8},
     },
 }
 UNKNOWN_FIT = 0.5  # a family the rubric does not know (e.g. a bare endpoint)
@@ -109,8 +115,10 @@ class Phase(_Model):
     note: str = ""
 
 
-class DecisionResult(_Model):
+class DecisionResult(Artifact):
     """The outcome of step 7: the path, the scores, the verdict, its reasons and its caveats."""
+
+    artifact: ClassVar[str] = "decision.json"
 
     steps: list[TreeStep]
     tree_family: str
@@ -162,11 +170,11 @@ def _team_condition(cfg: PlaybookConfig) -> str:
     return "middle"
 
 
-def run_tree(cfg: PlaybookConfig, profile: dict | None) -> list[TreeStep]:
+def run_tree(cfg: PlaybookConfig, profile: Any) -> list[TreeStep]:
     """Walk the four steps of seed 003 §3.5; steps after the one that decides are recorded as not reached."""
-    profile = profile or {}
+    facts = facts_of(profile)
     d, hw, cad, team = cfg.decision, cfg.hardware, cfg.cadence, cfg.team
-    ratio, conc = profile.get("prefix_reuse_ratio"), profile.get("concurrency_p99")
+    ratio, conc = facts.prefix_reuse_ratio, facts.concurrency_p99
     ratio = None if ratio is None else round(float(ratio), 2)
     conc = None if conc is None else round(float(conc))
     frequent = cad.updates_per_month >= d.frequent_updates_per_month or cad.concurrent_models > 1

@@ -1,21 +1,24 @@
-"""Steps 7-8 view: the decision tree with its inputs, scores, the answer, risks and migration plan."""
+"""Steps 7-8 in the notebook: ``decide`` and ``risk`` compute and save their records; ``show*`` only display."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from helpers.cost.records import CostAnalysis, rows_of
 from helpers.decision.compute import decide as decide_engines
+from helpers.decision.records import RiskRecord
 from helpers.decision.risk import migration_plan, risk_register
 from helpers.decision.tree import DecisionResult
 from helpers.report.notebook import Context, esc, say, show_html, show_table
-from helpers.run.records import load_engine_results
+from helpers.workload.profile import Profile
 
 
 def decide(ctx: Context) -> DecisionResult:
     """Run the decision on the measured results and the profile; save ``decision.json``."""
-    results = load_engine_results(ctx.run_dir)
-    decision = decide_engines(results, ctx.cfg, ctx.load_json("profile.json"))
-    ctx.save_json("decision.json", decision.model_dump(mode="json"))
+    decision = decide_engines(
+        ctx.folder.engine_results(), ctx.cfg, ctx.folder.load(Profile), ctx.folder.load(CostAnalysis)
+    )
+    ctx.folder.save(decision)
     return decision
 
 
@@ -37,18 +40,28 @@ def show(ctx: Context, d: DecisionResult) -> None:
         show_table(pd.DataFrame([p.model_dump(mode="json") for p in d.phase_plan]), "Three-phase plan (seed 000 §5.4)")
 
 
-def risk(ctx: Context, d: DecisionResult) -> None:
-    """Display the risk register and the migration plan from primary to backup."""
-    show_table(risk_register(d, ctx.cfg), "Risk register")
+def risk(ctx: Context, d: DecisionResult) -> RiskRecord:
+    """Step 8: the risk register and the migration plan from primary to backup; saved as ``risk.json``."""
     plan = migration_plan(d, ctx.cfg)
-    ctx.save_json(
-        "migration_plan.json",
-        {k: (v.to_dict(orient="records") if isinstance(v, pd.DataFrame) else v) for k, v in plan.items()},
+    rec = RiskRecord(
+        register=rows_of(risk_register(d, ctx.cfg)),
+        migration={k: (rows_of(v) if isinstance(v, pd.DataFrame) else v) for k, v in plan.items()},
     )
-    say(f"Migration plan: {plan['from']} → {plan['to'] or 'no backup'}", "note")
-    if isinstance(plan["changes"], pd.DataFrame) and not plan["changes"].empty:
-        show_table(plan["changes"], "What changes")
-        show_table(plan["effort"], f"Estimated effort: {plan['effort_days']} engineer-days (assumptions)")
+    ctx.folder.save(rec)
+    return rec
+
+
+def show_risk(ctx: Context, rec: RiskRecord) -> None:
+    """Display the risk register and the migration plan."""
+    show_table(pd.DataFrame(rec.register), "Risk register")
+    plan = rec.migration
+    say(f"Migration plan: {plan.get('from')} → {plan.get('to') or 'no backup'}", "note")
+    if plan.get("changes"):
+        show_table(pd.DataFrame(plan["changes"]), "What changes")
+        show_table(
+            pd.DataFrame(plan.get("effort") or []),
+            f"Estimated effort: {plan.get('effort_days')} engineer-days (assumptions)",
+        )
     for t in plan.get("rollback_triggers", []):
         say(f"Roll back when: {t}", "warn")
     for s in plan.get("steps", []):

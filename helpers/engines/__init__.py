@@ -9,12 +9,20 @@ from __future__ import annotations
 from helpers.core.registry import Registry
 from helpers.engines.base import EngineAdapter, MetricNames
 from helpers.engines.endpoint import EndpointAdapter
+from helpers.engines.lmdeploy import LmdeployAdapter
 from helpers.engines.sglang import SglangAdapter
 from helpers.engines.trtllm import TrtllmAdapter
 from helpers.engines.vllm import VllmAdapter, VllmCpuAdapter
 
 ENGINES: Registry[EngineAdapter] = Registry("engine")
-for _adapter in (VllmAdapter(), VllmCpuAdapter(), SglangAdapter(), TrtllmAdapter(), EndpointAdapter()):
+for _adapter in (
+    VllmAdapter(),
+    VllmCpuAdapter(),
+    SglangAdapter(),
+    TrtllmAdapter(),
+    LmdeployAdapter(),
+    EndpointAdapter(),
+):
     ENGINES.add(_adapter.name, _adapter)
 
 

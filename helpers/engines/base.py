@@ -24,6 +24,13 @@ class MetricNames:
     kv_usage: str | None = None
     waiting: str | None = None
     running: str | None = None
+    # speculative decoding: counters of accepted and drafted tokens and of drafts (vLLM), whose deltas
+    # over a point give the acceptance rate; a gauge of the rate where an engine has no counters (SGLang)
+    spec_accepted: str | None = None
+    spec_drafted: str | None = None
+    spec_drafts: str | None = None
+    spec_accept_rate_gauge: str | None = None
+    spec_accept_length_gauge: str | None = None
 
 
 class EngineAdapter:
@@ -31,7 +38,7 @@ class EngineAdapter:
 
     name: ClassVar[str] = ""
     display_name: ClassVar[str] = ""
-    family: ClassVar[str] = ""  # decision-tree family: vllm, sglang or trtllm (endpoint: unknown)
+    family: ClassVar[str] = ""  # decision-tree family: vllm, sglang, trtllm or lmdeploy (endpoint: unknown)
     module: ClassVar[str | None] = None  # python -m <module> starts the server
     package: ClassVar[str | None] = None  # distribution/import name used to read the version
     default_image: ClassVar[str | None] = None
@@ -50,8 +57,12 @@ class EngineAdapter:
     # regex over the engine log with one group: the KV-cache capacity in tokens
     kv_capacity_pattern: ClassVar[str | None] = None
     runs_on_cpu: ClassVar[bool] = False
+    # speculative-decoding methods (``knobs.speculative.method``) the adapter maps onto flags; others are refused
+    speculative_methods: ClassVar[frozenset[str]] = frozenset()
     # flag that takes the path of a YAML file of launch options (``launch_options``), if the engine has one
     options_flag: ClassVar[str | None] = None
+    # POST endpoint that empties the prefix cache (between repeated trials), if the engine has one
+    cache_reset_path: ClassVar[str | None] = None
 
     def knob_flags(self, knobs: Knobs) -> list[str]:
         """Map the engine-neutral knobs onto this engine's command-line flags."""
@@ -68,6 +79,27 @@ class EngineAdapter:
     def launch_options(self, spec: EngineSpec) -> dict:
         """Settings that have no command-line flag; launchers write them to a YAML file passed with ``options_flag``."""
         return {}
+
+    def check_spec(self, spec: EngineSpec) -> None:
+        """Raise ``ValueError`` naming the field when the configuration asks for what this engine cannot do.
+
+        Called while the config is validated, so the error comes before any engine starts.
+        """
+
+    def benchmark_env(self) -> dict[str, str]:
+        """Environment the benchmark's own launches add (e.g. what exposes ``cache_reset_path``); never deployed."""
+        return {}
+
+    def prepare(self, spec: EngineSpec, model: ModelSpec) -> None:
+        """Make what the engine needs on this host before launch (e.g. random weights); nothing by default."""
+
+    def startup_problem(self, log_text: str) -> str | None:
+        """Why an engine that became healthy is still not what the configuration asked for, if it is not.
+
+        Called with the engine log after readiness; a reason makes the row failed (e.g. LMDeploy serving
+        its PyTorch engine when TurboMind was asked for), never a silent substitution.
+        """
+        return None
 
     def version_code(self) -> str:
         """Python source that prints the engine's version when run by its interpreter."""

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
+from helpers.core.paths import resolve_model_dir
 from helpers.engines.base import EngineAdapter, MetricNames
 
 if TYPE_CHECKING:
-    from helpers.core.config import EngineSpec, Knobs, ModelSpec
+    from helpers.core.config import EngineSpec, Knobs, ModelSpec, Speculative
+
+
+def speculative_config(spec: Speculative) -> dict:
+    """The value of vLLM's ``--speculative-config`` (0.26 / CPU 0.32): n-gram prompt lookup or a draft model."""
+    if spec.method == "ngram":
+        cfg = {"method": "ngram", "num_speculative_tokens": spec.num_tokens, "prompt_lookup_max": spec.ngram_max}
+        if spec.ngram_min is not None:
+            cfg["prompt_lookup_min"] = spec.ngram_min
+        return cfg
+    return {
+        "method": "draft_model",
+        "model": str(resolve_model_dir(spec.draft_model or "")),
+        "num_speculative_tokens": spec.num_tokens,
+    }
 
 
 class VllmAdapter(EngineAdapter):
@@ -20,13 +36,18 @@ class VllmAdapter(EngineAdapter):
     package = "vllm"
     default_image = "vllm/vllm-openai:v0.26.0"
     container_entrypoint: list[str] = []  # the image's entrypoint is the api_server
+    cache_reset_path = "/reset_prefix_cache"  # a development route: served only with VLLM_SERVER_DEV_MODE=1
     metrics = MetricNames(
         prefix_hits="vllm:prefix_cache_hits_total",
         prefix_queries="vllm:prefix_cache_queries_total",
         kv_usage="vllm:kv_cache_usage_perc",
         waiting="vllm:num_requests_waiting",
         running="vllm:num_requests_running",
+        spec_accepted="vllm:spec_decode_num_accepted_tokens_total",
+        spec_drafted="vllm:spec_decode_num_draft_tokens_total",
+        spec_drafts="vllm:spec_decode_num_drafts_total",
     )
+    speculative_methods = frozenset({"ngram", "draft"})
     install_hint = "python3 -m venv .engines/vllm && .engines/vllm/bin/pip install vllm==0.26.0"
     kv_capacity_pattern = r"GPU KV cache size: ([\d,]+) tokens"
 
@@ -51,6 +72,8 @@ class VllmAdapter(EngineAdapter):
             f += ["--load-format", "dummy"]
         if knobs.max_model_len:
             f += ["--max-model-len", str(knobs.max_model_len)]
+        if knobs.speculative is not None:
+            f += ["--speculative-config", json.dumps(speculative_config(knobs.speculative), separators=(",", ":"))]
         return f
 
     def server_args(self, spec: EngineSpec, model: ModelSpec, model_path: str, host: str, port: int) -> list[str]:
@@ -60,6 +83,10 @@ class VllmAdapter(EngineAdapter):
         if model.dtype != "auto":
             args += ["--dtype", model.dtype]
         return args + self.knob_flags(spec.knobs) + list(spec.extra_args)
+
+    def benchmark_env(self) -> dict[str, str]:
+        """Expose the prefix-cache reset route for the benchmark's trials (bound to 127.0.0.1 like the server)."""
+        return {"VLLM_SERVER_DEV_MODE": "1"}
 
     def env(self, spec: EngineSpec) -> dict[str, str]:
         """Keep vLLM offline and quiet about usage stats."""

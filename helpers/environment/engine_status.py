@@ -10,8 +10,9 @@ from __future__ import annotations
 import pandas as pd
 
 from helpers.core.config import EngineSpec, PlaybookConfig
-from helpers.engines import get_engine
+from helpers.engines import EngineAdapter, get_engine
 from helpers.launchers import LAUNCHERS
+from helpers.tools.engine_setup import setup_hint
 
 
 def engine_status(spec: EngineSpec) -> dict[str, object]:
@@ -25,8 +26,17 @@ def engine_status(spec: EngineSpec) -> dict[str, object]:
         "status": state,
         "version": version,
         "detail": detail,
-        "how to install": "" if state == "ready" else adapter.install_hint,
+        "how to install": "" if state == "ready" else _install_hint(adapter, spec),
     }
+
+
+def _install_hint(adapter: EngineAdapter, spec: EngineSpec) -> str:
+    """The exact set-up command where a recipe exists and the python launcher is used, else the adapter's hint."""
+    hint = setup_hint(adapter.name) if spec.launcher.kind == "python" else None
+    if hint is None:
+        return adapter.install_hint
+    target = f".engines/{adapter.name}/bin/python"
+    return hint if spec.launcher.python == target else f"{hint}; then launcher.python: {target}"
 
 
 def engine_status_frame(cfg: PlaybookConfig) -> pd.DataFrame:

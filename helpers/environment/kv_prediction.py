@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from helpers.core.config import EngineSpec, PlaybookConfig
+from helpers.core.config import DEFAULT_MEMORY_FRACTION, EngineSpec, PlaybookConfig
 from helpers.core.errors import PlaybookError
 from helpers.engines import get_engine
 from helpers.environment.memory_plan import MemoryPlan, memory_plan
 from helpers.model.shape import kv_bytes_per_token, read_model_shape
 
 CPU_KV_SPACE_ENV = "VLLM_CPU_KVCACHE_SPACE"
-DEFAULT_MEMORY_FRACTION = 0.9  # vLLM's default --gpu-memory-utilization
 
 
 def _kv_dtype(spec: EngineSpec) -> str:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from helpers.core.config import DEFAULT_MEMORY_FRACTION
 from helpers.core.errors import ConfigError
 from helpers.model.gpu_specs import GpuSpec, gpu_spec
 from helpers.model.shape import (
@@ -144,7 +145,7 @@ def _resolve_gpu(gpu: GpuSpec | float | int | str) -> tuple[str, float]:
 def memory_plan(
     model_dir: str | Path,
     gpu: GpuSpec | float | str,
-    memory_fraction: float = 0.92,
+    memory_fraction: float = DEFAULT_MEMORY_FRACTION,
     context_tokens: int = 4096,
     gpu_count: int = 1,
     *,

@@ -1,95 +1,136 @@
-"""Steps 2-4 view: hardware inventory, team answers, memory plan and engine test environments."""
+"""Steps 2-4 in the notebook: compute and save each record, then show it (showing never computes).
+
+* step 2: ``inventory`` (NVML, topology, CPU) → ``EnvironmentRecord.hardware``; ``show_hardware``.
+* step 3: ``show_team`` (the config's answers, as the decision reads them).
+* step 4: ``plan_memory`` → ``MemoryPlanRecord`` (per precision, and the KV capacity of every configuration
+  that step 5 shows beside the engine's own figure); ``engine_environments`` → ``EnvironmentRecord.engines``.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from helpers.environment.engine_status import engine_status_frame
+from helpers.core.config import DEFAULT_MEMORY_FRACTION
+from helpers.environment.engine_status import engine_status
 from helpers.environment.hardware import Inventory, hardware_plan_table, inventory, inventory_frame
-from helpers.environment.kv_prediction import cpu_kv_plan
-from helpers.environment.memory_plan import memory_plan as plan_memory
-from helpers.environment.memory_plan import memory_plan_frame, plot_memory_plan
+from helpers.environment.kv_prediction import cpu_kv_plan, predicted_kv_tokens
+from helpers.environment.memory_plan import memory_plan, memory_plan_frame, plot_memory_plan
 from helpers.environment.quantization import quantization_advice
+from helpers.environment.records import (
+    CpuKvRow,
+    EngineEnvironment,
+    EnvironmentRecord,
+    KvPrediction,
+    MemoryPlanRecord,
+)
 from helpers.environment.team import team_table
-from helpers.model.gpu_specs import gpu_spec
+from helpers.model.gpu_specs import GpuSpec, gpu_spec
 from helpers.report.notebook import Context, say, show_figure, show_table
 
 
-def _inventory(ctx: Context) -> Inventory:
-    data = ctx.load_json("environment.json") or {}
-    if "hardware" in data:
-        return Inventory.model_validate(data["hardware"])
-    inv = inventory()
-    ctx.save_json("environment.json", {**data, "hardware": inv.model_dump(mode="json")})
-    return inv
+def _record(ctx: Context) -> EnvironmentRecord:
+    return ctx.folder.load(EnvironmentRecord) or EnvironmentRecord()
 
 
-def hardware(ctx: Context) -> None:
-    """Step 2: what this machine is, and the hardware plan from the config."""
-    inv = _inventory(ctx)
+def hardware(ctx: Context) -> Inventory:
+    """Step 2: this machine's inventory, read once per run folder (an archived run keeps its host's)."""
+    rec = _record(ctx)
+    if rec.hardware is None:
+        rec.hardware = inventory()
+        ctx.folder.save(rec)
+    return rec.hardware
+
+
+def show_hardware(ctx: Context, inv: Inventory) -> None:
+    """Step 2: what the machine is, and the hardware plan from the config."""
     say(inv.statement, "warn" if not inv.gpus else "ok")
     show_table(inventory_frame(inv), "Inventory (NVML, nvidia-smi topo -m, /proc)")
     show_table(hardware_plan_table(ctx.cfg, inv), "Hardware plan (config) and what the decision tree reads from it")
 
 
-def team(ctx: Context) -> None:
+def show_team(ctx: Context) -> None:
     """Step 3: the team answers with the seed's guidance."""
     show_table(team_table(ctx.cfg), "Team answers (config) as the decision uses them")
 
 
-def _gpu_for_plan(ctx: Context, inv: Inventory):
+def _gpu_for_plan(ctx: Context, inv: Inventory) -> tuple[GpuSpec | float | None, str]:
     if inv.gpus:
-        return gpu_spec(inv.gpus[0].name) or (inv.gpus[0].memory_total_mib / 1024)
-    return gpu_spec(ctx.cfg.cost.gpu)
+        gpu = inv.gpus[0]
+        return gpu_spec(gpu.name) or (gpu.memory_total_mib / 1024), f"this machine's {gpu.name}"
+    spec = gpu_spec(ctx.cfg.cost.gpu)
+    return spec, f"the priced GPU ({ctx.cfg.cost.gpu}): no GPU here, this is the hardware you would deploy on"
 
 
-def memory_plan(ctx: Context) -> None:
-    """Step 4: the memory plan for the model on this GPU (or the priced GPU when there is none)."""
-    inv = _inventory(ctx)
+def plan_memory(ctx: Context, inv: Inventory) -> MemoryPlanRecord:
+    """Step 4: the memory plan on the run's GPU and every configuration's predicted KV capacity; saved."""
     cpu = cpu_kv_plan(ctx.cfg)
-    if cpu is not None:
-        ctx.save_json("memory_plan_cpu.json", cpu.to_dict(orient="records"))
-        show_table(cpu, "KV-cache plan of the CPU engines (KV space set by VLLM_CPU_KVCACHE_SPACE)")
-    gpu = _gpu_for_plan(ctx, inv)
-    if gpu is None:
-        say(
-            f"No GPU here and no GPU specification named {ctx.cfg.cost.gpu!r} in the config: no GPU memory plan.",
-            "missing",
-        )
-        return
-    if not inv.gpus:
-        say(
-            f"No GPU here: the plan below is for the priced GPU ({ctx.cfg.cost.gpu}), the hardware you would "
-            "deploy on.",
-            "note",
-        )
+    gpu, planned_for = _gpu_for_plan(ctx, inv)
     fractions = {e.knobs.memory_fraction for e in ctx.cfg.engines if e.knobs.memory_fraction}
-    frac = min(fractions) if fractions else 0.92
+    frac = min(fractions) if fractions else DEFAULT_MEMORY_FRACTION
     wl = ctx.cfg.workload
-    plan = plan_memory(
-        ctx.cfg.model.directory,
-        gpu,
-        memory_fraction=frac,
-        context_tokens=wl.input_tokens + wl.output_tokens,
-        gpu_count=ctx.cfg.hardware.gpu_count,
+    plan = None
+    if gpu is not None:
+        plan = memory_plan(
+            ctx.cfg.model.directory,
+            gpu,
+            memory_fraction=frac,
+            context_tokens=wl.input_tokens + wl.output_tokens,
+            gpu_count=ctx.cfg.hardware.gpu_count,
+        )
+    spec_gpu = gpu if isinstance(gpu, GpuSpec) else None
+    predictions = [
+        KvPrediction(
+            label=e.label,
+            tokens=predicted_kv_tokens(ctx.cfg, e, spec_gpu if spec_gpu is not None else gpu),
+            basis=f"memory fraction {e.knobs.memory_fraction or DEFAULT_MEMORY_FRACTION:g}, "
+            f"tensor parallel {e.knobs.tensor_parallel}, KV dtype {e.knobs.kv_cache_dtype}",
+        )
+        for e in ctx.cfg.engines
+    ]
+    rec = MemoryPlanRecord(
+        gpu_plan=plan,
+        memory_fraction=frac if plan is not None else None,
+        planned_for=planned_for if gpu is not None else "no GPU here and no GPU specification for cost.gpu",
+        cpu=[CpuKvRow.model_validate(r) for r in cpu.to_dict("records")] if cpu is not None else [],
+        predictions=predictions,
     )
-    ctx.save_json("memory_plan.json", plan.model_dump(mode="json"))
-    show_table(memory_plan_frame(plan), f"Memory plan: {ctx.cfg.model.path} at memory fraction {frac:g}")
-    show_figure(plot_memory_plan(plan))
-    for line in quantization_advice(plan, gpu if not isinstance(gpu, float) else None):
+    ctx.folder.save(rec)
+    return rec
+
+
+def show_memory_plan(ctx: Context, rec: MemoryPlanRecord) -> None:
+    """Step 4: the memory plan (only displays the record)."""
+    if rec.cpu:
+        show_table(
+            pd.DataFrame([r.model_dump(by_alias=True) for r in rec.cpu]),
+            "KV-cache plan of the CPU engines (KV space set by VLLM_CPU_KVCACHE_SPACE)",
+        )
+    if rec.gpu_plan is None:
+        say(f"No GPU memory plan: {rec.planned_for}.", "missing")
+        return
+    say(f"The plan below is for {rec.planned_for}.", "note")
+    show_table(
+        memory_plan_frame(rec.gpu_plan),
+        f"Memory plan: {ctx.cfg.model.path} at memory fraction {rec.memory_fraction:g}",
+    )
+    show_figure(plot_memory_plan(rec.gpu_plan))
+    for line in quantization_advice(rec.gpu_plan):
         say(line, "note")
-    say("Step 5 shows these predictions beside the KV capacity each engine reports when it starts.", "note")
+    show_table(
+        pd.DataFrame([p.model_dump() for p in rec.predictions]),
+        "Predicted KV capacity per configuration (step 5 shows each engine's own figure beside it)",
+    )
 
 
-def engine_environments(ctx: Context) -> None:
-    """Step 4: which engines are installed and runnable with their launcher.
+def engine_environments(ctx: Context) -> list[EngineEnvironment]:
+    """Step 4: which engines are installed and runnable, checked once per run folder on the measuring host."""
+    rec = _record(ctx)
+    if rec.engines is None:
+        rec.engines = [EngineEnvironment.model_validate(engine_status(e)) for e in ctx.cfg.engines]
+        ctx.folder.save(rec)
+    return rec.engines
 
-    Checked once per run folder, on the machine that measured it, like the inventory.
-    """
-    data = ctx.load_json("environment.json") or {}
-    if "engines" in data:
-        df = pd.DataFrame(data["engines"])
-    else:
-        df = engine_status_frame(ctx.cfg)
-        ctx.save_json("environment.json", {**data, "engines": df.to_dict(orient="records")})
-    show_table(df, "Engine test environments")
+
+def show_engine_environments(ctx: Context, envs: list[EngineEnvironment]) -> None:
+    """Step 4: the engine environments table."""
+    show_table(pd.DataFrame([e.model_dump(by_alias=True) for e in envs]), "Engine test environments")

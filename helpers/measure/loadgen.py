@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 
 @dataclass
 class LoadResult:
@@ -38,6 +40,13 @@ class LoadResult:
     incomplete: int = 0  # in flight when the point's time cap ended it (not failures)
     concurrency_mean: float | None = None  # requests in flight, time-averaged (replays)
     request_span_s: float | None = None  # first request sent to last one done (scheduler timestamps)
+    # Open-loop points (``run_rate``) and the capacity search read these; older callers ignore them.
+    offered_rate: float | None = None  # the arrival rate asked of guidellm (req/s); None for concurrency points
+    sent_rate: float | None = None  # requests sent / their sending span: the rate the client really offered
+    completed_rate: float | None = None  # successful requests / their completion span: the rate served
+    dispatch_delay_p95_ms: float | None = None  # how late guidellm sent requests against its schedule
+    request_starts_s: list[float] = field(default_factory=list)  # every request sent, s after the first send
+    request_ends_s: list[float | None] = field(default_factory=list)  # same order; None: still in flight
 
 
 def _configure_guidellm() -> None:
@@ -80,6 +89,37 @@ def _backend_spec(base_url: str, served_model: str, api_key: str | None, timeout
     return spec
 
 
+def _span_rate(times: list[float]) -> float | None:
+    """Events per second over their own span: (n - 1) intervals over last - first; None below two events."""
+    if len(times) < 2 or max(times) <= min(times):
+        return None
+    return (len(times) - 1) / (max(times) - min(times))
+
+
+def _request_timing(requests: dict[str, Any]) -> dict[str, Any]:
+    """Send/finish times of every request of a benchmark dump, and the rates and client lag they give."""
+    rows = []  # (start, end or None, succeeded)
+    delays = []
+    for status in ("successful", "errored", "incomplete"):
+        for r in requests.get(status) or []:
+            start = r.get("request_start_time")
+            if start is None:
+                continue
+            end = r.get("request_end_time") if status != "incomplete" else None
+            rows.append((float(start), None if end is None else float(end), status == "successful"))
+            if r.get("request_dispatch_delay") is not None:
+                delays.append(1000.0 * float(r["request_dispatch_delay"]))
+    rows.sort(key=lambda row: row[0])
+    t0 = rows[0][0] if rows else 0.0
+    return {
+        "sent_rate": _span_rate([row[0] for row in rows]),
+        "completed_rate": _span_rate([row[1] for row in rows if row[2] and row[1] is not None]),
+        "dispatch_delay_p95_ms": float(np.percentile(delays, 95)) if delays else None,
+        "request_starts_s": [row[0] - t0 for row in rows],
+        "request_ends_s": [None if row[1] is None else row[1] - t0 for row in rows],
+    }
+
+
 def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
     """Turn one guidellm ``GenerativeBenchmark`` into a ``LoadResult``."""
     data = bench.model_dump(mode="json")
@@ -115,6 +155,7 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
         ttft_values_ms=ttfts,
         first_error=first_error,
         concurrency_mean=_stat(m, "request_concurrency", "mean"),
+        **_request_timing(data.get("requests") or {}),
     )
 
 
@@ -175,6 +216,13 @@ async def run_replay(
     return await _run(spec)
 
 
+def _profile(profile: dict[str, Any], warmup_requests: int) -> dict[str, Any]:
+    """A guidellm profile whose first ``warmup_requests`` are left out of the figures (guidellm's warm-up phase)."""
+    if warmup_requests > 0:
+        return {**profile, "warmup": {"mode": "requests", "value": warmup_requests}}
+    return profile
+
+
 async def run_point(
     base_url: str,
     served_model: str,
@@ -185,13 +233,14 @@ async def run_point(
     max_seconds: float,
     api_key: str | None = None,
     request_timeout_s: float = 600.0,
+    warmup_requests: int = 0,
 ) -> LoadResult:
     """Drive ``max_requests`` requests from ``dataset`` at ``concurrency`` streams; await inside Jupyter."""
     spec = {
         "backend": _backend_spec(base_url, served_model, api_key, request_timeout_s),
         "tokenizer": {"kind": "hf_auto", "model": str(tokenizer_dir)},
         "data": [{"kind": "json_file", "path": str(dataset)}],
-        "profile": {"kind": "concurrent", "streams": concurrency},
+        "profile": _profile({"kind": "concurrent", "streams": concurrency}, warmup_requests),
         "constraints": [
             {"kind": "max_requests", "count": max_requests},
             {"kind": "max_duration", "seconds": max_seconds},
@@ -199,3 +248,127 @@ async def run_point(
         "outputs": [],
     }
     return await _run(spec)
+
+
+async def run_rate(
+    base_url: str,
+    served_model: str,
+    tokenizer_dir: Path,
+    dataset: Path,
+    rate: float,
+    max_requests: int,
+    max_seconds: float,
+    api_key: str | None = None,
+    request_timeout_s: float = 600.0,
+    arrivals: str = "poisson",
+    seed: int = 42,
+    warmup_requests: int = 0,
+) -> LoadResult:
+    """Send requests from ``dataset`` open-loop at ``rate`` req/s; await inside Jupyter.
+
+    Arrivals follow guidellm's own ``poisson`` profile (exponential gaps, seeded) or, with
+    ``arrivals="constant"``, its evenly spaced ``constant`` profile; either way requests are sent
+    on schedule whether or not earlier ones have finished, so a server slower than ``rate`` builds
+    a queue. The result carries ``offered_rate`` (= ``rate``), the rates really sent and served,
+    and every request's send/finish time for ``helpers.benchmark.capacity``.
+    """
+    if arrivals not in ("poisson", "constant"):
+        raise ValueError(f"arrivals must be 'poisson' or 'constant', not {arrivals!r}")
+    spec = {
+        "backend": _backend_spec(base_url, served_model, api_key, request_timeout_s),
+        "tokenizer": {"kind": "hf_auto", "model": str(tokenizer_dir)},
+        "data": [{"kind": "json_file", "path": str(dataset)}],
+        "profile": _profile({"kind": arrivals, "rate": float(rate)}, warmup_requests),
+        "constraints": [
+            {"kind": "max_requests", "count": max_requests},
+            {"kind": "max_duration", "seconds": max_seconds},
+        ],
+        "seed": {"kind": "static", "value": seed},
+        "outputs": [],
+    }
+    result = await _run(spec)
+    result.offered_rate = float(rate)
+    return result
+
+
+@dataclass
+class RequestRecord:
+    """One successful request as guidellm recorded it: tokens, prompt tokens the engine served from cache, TTFT.
+
+    ``cached_tokens`` is the engine's ``usage.prompt_tokens_details.cached_tokens`` (vLLM reports it with
+    ``--enable-prompt-tokens-details``); None when the engine does not report it.
+    """
+
+    prompt_tokens: int | None
+    cached_tokens: int | None
+    output_tokens: int | None
+    ttft_ms: float | None
+    start_time: float | None
+    conversation_id: str | None = None
+    node_id: str | None = None
+
+
+def request_records(bench: Any) -> list[RequestRecord]:
+    """Per-request records of one guidellm ``GenerativeBenchmark``'s successful requests, in start order."""
+    rows = bench.model_dump(mode="json").get("requests", {}).get("successful") or []
+    out = [
+        RequestRecord(
+            prompt_tokens=r.get("prompt_tokens"),
+            cached_tokens=r.get("cached_tokens"),
+            output_tokens=r.get("output_tokens"),
+            ttft_ms=r.get("time_to_first_token_ms"),
+            start_time=r.get("request_start_time"),
+            conversation_id=(r.get("info") or {}).get("conversation_id"),
+            node_id=(r.get("info") or {}).get("node_id"),
+        )
+        for r in rows
+    ]
+    return sorted(out, key=lambda r: r.start_time or 0.0)
+
+
+async def run_data(
+    base_url: str,
+    served_model: str,
+    tokenizer_dir: Path,
+    data: dict[str, Any],
+    requests: int,
+    *,
+    time_scale: float = 1.0,
+    concurrency: int | None = None,
+    max_seconds: float = 300.0,
+    api_key: str | None = None,
+    request_timeout_s: float = 600.0,
+) -> tuple[LoadResult, list[RequestRecord]]:
+    """Drive ``requests`` requests of one guidellm ``--data`` entry (``data``); keep per-request records.
+
+    Without ``concurrency`` guidellm's replay profile sends each request at its (scaled) timestamp and
+    a conversation's next turn after its idle gap; with it, ``concurrency`` streams send as fast as
+    they are answered.
+    """
+    _configure_guidellm()
+    from guidellm.benchmark.entrypoints import benchmark_generative_text
+    from guidellm.schemas.benchmark import BenchmarkScenario
+    from guidellm.utils.typing import BLANK
+
+    profile = (
+        {"kind": "replay", "time_scale": time_scale}
+        if concurrency is None
+        else {"kind": "concurrent", "streams": concurrency}
+    )
+    spec = {
+        "backend": _backend_spec(base_url, served_model, api_key, request_timeout_s),
+        "tokenizer": {"kind": "hf_auto", "model": str(tokenizer_dir)},
+        "data": [data],
+        "profile": profile,
+        "constraints": [
+            {"kind": "max_requests", "count": requests},
+            {"kind": "max_duration", "seconds": max_seconds},
+        ],
+        "outputs": [],
+    }
+    args = BenchmarkScenario.create(spec=spec, benchmarks=BLANK, metadata={"labels": {}}, scenario=None)
+    report, _ = await benchmark_generative_text(args=args, progress=False, console=None)
+    if not report.benchmarks:
+        raise RuntimeError("guidellm produced no benchmark for this replay")
+    bench = report.benchmarks[-1]
+    return summarize(bench), request_records(bench)

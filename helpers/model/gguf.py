@@ -15,11 +15,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import gguf
 import numpy as np
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+
+if TYPE_CHECKING:
+    import gguf
 
 WEIGHTS_FILE = "model.safetensors"
 CONTROL_TOKEN = 3  # gguf.TokenType.CONTROL: special tokens such as <|im_start|>
@@ -116,7 +118,7 @@ def hf_config(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def hf_tensor_name(name: str) -> str:
-    """The Hugging Face Llama name of a GGUF tensor (``blk.3.attn_q.weight`` → ``model.layers.3.self_attn.q_proj.weight``)."""
+    """The Hugging Face Llama name of a GGUF tensor (``blk.3.attn_q.weight`` → ``model.layers.3.self_attn...``)."""
     if name in _TOP_NAMES:
         return _TOP_NAMES[name]
     parts = name.split(".", 2)
@@ -140,10 +142,13 @@ def unpermute_rope(weight: np.ndarray, n_heads: int) -> np.ndarray:
 
 def iter_tensors(reader: gguf.GGUFReader, config: dict[str, Any]) -> Iterator[tuple[str, np.ndarray]]:
     """Yield ``(hf_name, float32 array)`` for every tensor, dequantized and in Hugging Face layout."""
+    # gguf: optional (only model set-up reads GGUF files); a playbook run never needs it
+    from gguf.quants import dequantize
+
     heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
     for t in reader.tensors:
         name = hf_tensor_name(t.name)
-        data = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32, copy=False)
+        data = dequantize(t.data, t.tensor_type).astype(np.float32, copy=False)
         shape = tuple(int(d) for d in reversed(t.shape))  # GGUF lists the fastest-moving dim first
         data = data.reshape(shape)
         if not data.flags.writeable:  # F32 tensors come straight from the memory-mapped file
@@ -210,15 +215,16 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "bfloat16") -> Path:
     """Write a Hugging Face Llama folder (config, safetensors, tokenizer, chat template) from a GGUF file."""
-    # torch: heavy, needed only here (bf16 arrays and the safetensors writer for them)
-    import torch
-    from safetensors.torch import save_file
+    # torch (heavy) and gguf (optional): only model set-up converts weights; a playbook run never does
+    import torch  # heavy: bf16 tensors
+    from gguf import GGUFReader  # optional: reads the GGUF file
+    from safetensors.torch import save_file  # with torch: writes the weights
 
     if dtype not in ("bfloat16", "float16", "float32"):
         raise GgufError(f"dtype {dtype!r} is not supported; allowed: bfloat16, float16, float32")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    reader = gguf.GGUFReader(str(gguf_path))
+    reader = GGUFReader(str(gguf_path))
     meta = read_metadata(reader)
     config = hf_config(meta)
     config["torch_dtype"] = dtype
@@ -228,6 +234,7 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "bfloa
     if len(tensors) != expected:
         raise GgufError(f"{gguf_path}: {len(tensors)} tensors, a Llama of this shape has {expected}")
     save_file(tensors, str(out / WEIGHTS_FILE), metadata={"format": "pt", "source": Path(gguf_path).name})
+    (out / WEIGHTS_FILE).chmod(0o644)  # safetensors writes 0600; a container engine may run as another user
     _write_json(out / "config.json", config)
     build_tokenizer(meta).save(str(out / "tokenizer.json"))
     _write_json(out / "tokenizer_config.json", tokenizer_config(meta, config["max_position_embeddings"]))

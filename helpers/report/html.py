@@ -67,6 +67,27 @@ def _header_html(summary: dict[str, Any], failures: dict[str, str]) -> str:
     )
 
 
+def _report_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The cells of one executed notebook that belong in the report.
+
+    Left out: the parameters cells, and the notebook's own title (the markdown before its parameters
+    cell), which would repeat the step headings (``<h2 id="step-N">``) that follow it.
+    """
+
+    def is_parameters(cell: nbformat.NotebookNode) -> bool:
+        return bool({"parameters", "injected-parameters"} & set(cell.get("metadata", {}).get("tags", [])))
+
+    out, before_parameters = [], any(is_parameters(c) for c in nb.cells)
+    for cell in nb.cells:
+        if is_parameters(cell):
+            before_parameters = False
+            continue
+        if before_parameters and cell.get("cell_type") == "markdown":
+            continue
+        out.append(cell)
+    return out
+
+
 def merged_notebook(run_dir: Path) -> nbformat.NotebookNode:
     """One notebook: a header cell, then every executed notebook's cells after its parameters."""
     run_dir = Path(run_dir)
@@ -82,10 +103,7 @@ def merged_notebook(run_dir: Path) -> nbformat.NotebookNode:
     seen_steps: set[int] = set()
     for path in sorted((run_dir / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
-        for cell in nb.cells:
-            tags = cell.get("metadata", {}).get("tags", [])
-            if "parameters" in tags or "injected-parameters" in tags:
-                continue
+        for cell in _report_cells(nb):
             if cell.get("cell_type") == "markdown":
                 seen_steps.update(n for n in STEP_TITLES if f'id="step-{n}"' in cell.source)
             _clean_outputs(cell)

@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from helpers.report.notebook import esc
 from helpers.review.trend import trend_html
+from helpers.run.summary import EngineSummary, RunSummary, SummaryError, read_summary
+from helpers.tools.batch.index import batches_section
 
 
-def archived_runs(reports_dir: Path) -> list[dict[str, Any]]:
-    """Every run's ``summary.json`` under ``reports_dir``, oldest first (unreadable ones skipped)."""
+def archived_runs(reports_dir: Path) -> list[RunSummary]:
+    """Every run's ``summary.json`` under ``reports_dir`` (schema 1 or 2), oldest first; unreadable ones skipped.
+
+    A summary's ``run_id`` is set to its folder's name, which is what the index links to.
+    """
     runs = []
     for p in sorted(Path(reports_dir).glob("*/summary.json")):
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            s = read_summary(p)
+        except SummaryError:
             continue
-        data["_dir"] = p.parent.name
-        runs.append(data)
-    return sorted(runs, key=lambda d: (d.get("created_utc") or "", d["_dir"]))
+        runs.append(s.model_copy(update={"run_id": p.parent.name}))
+    return sorted(runs, key=lambda s: (s.created_utc or "", s.run_id))
 
 
 def hardware_text(h: dict[str, Any]) -> str:
@@ -33,21 +36,34 @@ def hardware_text(h: dict[str, Any]) -> str:
     return f"no GPU; {cores} CPU threads"
 
 
-def index_html(runs: list[dict[str, Any]]) -> str:
-    """The index page: one row per archived run, newest first, each linking to its report."""
+def engine_text(e: EngineSummary) -> str:
+    """One configuration of a run with its representative measurement (the one every output uses)."""
+    head = f"{e.label} ({e.engine} {e.version or '?'})"
+    rep = e.representative
+    if rep is None or rep.output_tok_s is None:
+        return f"{head}: {e.status or 'not measured'}"
+    if rep.source == "grid":
+        at = f"concurrency {rep.concurrency}"
+    else:
+        at = f"{rep.request_rate.mean:.2f} req/s" if rep.request_rate else "its SLA capacity"
+    usd = f", ${e.usd_per_mtok_output:,.3f}/M" if e.usd_per_mtok_output is not None else ""
+    sla = "" if rep.meets_sla else " (misses the SLA)"
+    return f"{head}: {rep.output_tok_s.text()} out tok/s at {at}{usd}{sla}"
+
+
+def index_html(runs: list[RunSummary], batches: str = "") -> str:
+    """The index page: one row per archived run, newest first, each linking to its report; then ``batches``."""
     rows = []
     for r in reversed(runs):
-        rec = r.get("recommendation") or {}
-        engines = ", ".join(
-            f"{e.get('label')} ({e.get('engine')} {e.get('version') or '?'})" for e in r.get("engines", [])
-        )
-        link = f"{r['_dir']}/report.html"
+        rec = r.recommendation
+        engines = "<br>".join(esc(engine_text(e)) for e in r.engines)
+        link = f"{r.run_id}/report.html"
         rows.append(
             "<tr>"
-            f"<td>{esc(r.get('created_utc'))}</td><td>{esc(r.get('workload'))}</td><td>{esc(r.get('model'))}</td>"
-            f"<td>{esc(hardware_text(r.get('hardware') or {}))}</td><td>{esc(engines)}</td>"
-            f"<td>{esc(rec.get('primary') or '–')} / {esc(rec.get('backup') or '–')}</td>"
-            f"<td><a href='{esc(link)}'>{esc(r['_dir'])}</a></td>"
+            f"<td>{esc(r.created_utc)}</td><td>{esc(r.workload)}</td><td>{esc(r.model)}</td>"
+            f"<td>{esc(hardware_text(r.hardware))}</td><td>{engines}</td>"
+            f"<td>{esc(rec.primary or '–')} / {esc(rec.backup or '–')}</td>"
+            f"<td><a href='{esc(link)}'>{esc(r.run_id)}</a></td>"
             "</tr>"
         )
     head = "".join(
@@ -60,6 +76,7 @@ def index_html(runs: list[dict[str, Any]]) -> str:
         "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f2f2f2}</style></head><body>"
         f"<h1>Engine Playbook — archived runs</h1><p>{len(runs)} run(s).</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"{batches}"
         f"{trend_html(runs)}"
         "</body></html>"
     )
@@ -70,5 +87,5 @@ def write_index(reports_dir: Path) -> Path:
     reports_dir = Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     out = reports_dir / "index.html"
-    out.write_text(index_html(archived_runs(reports_dir)), encoding="utf-8")
+    out.write_text(index_html(archived_runs(reports_dir), batches_section(reports_dir)), encoding="utf-8")
     return out

@@ -10,16 +10,23 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import mistune
 import pandas as pd
 
 from helpers.core.config import PlaybookConfig, load_config
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
+from helpers.core.text import slug
+from helpers.report.tables import COLLAPSE_ROWS, for_people, table_html, write_csv
+from helpers.run.folder import RunFolder
 from helpers.run.records import write_json_atomic
+
+_DISPLAY: dict[str, Path | None] = {"run_dir": None}  # the run folder of this kernel's notebook (set by start)
 
 STEP_TITLES = {
     1: "Workload profile",
@@ -44,6 +51,11 @@ class Context:
     cfg: PlaybookConfig
     run_dir: Path
     config_path: Path
+
+    @property
+    def folder(self) -> RunFolder:
+        """The run folder, through which every step saves and loads its typed records."""
+        return RunFolder(self.run_dir)
 
     def path(self, *parts: str) -> Path:
         """A path inside the run folder (parent folders created)."""
@@ -81,13 +93,8 @@ def start(config_path: str, run_dir: str = "") -> Context:
     cfg = load_config(path)
     rd = Path(run_dir) if run_dir else REPORTS_DIR / f"interactive-{slug(cfg.name)}"
     rd.mkdir(parents=True, exist_ok=True)
+    _DISPLAY["run_dir"] = rd.resolve()  # where show_table writes its CSV files
     return Context(cfg=cfg, run_dir=rd.resolve(), config_path=path)
-
-
-def slug(text: str) -> str:
-    """A filesystem-safe form of a name."""
-    out = "".join(c if c.isalnum() or c in "-_" else "-" for c in text.lower())
-    return "-".join(x for x in out.split("-") if x) or "run"
 
 
 def esc(value: Any) -> str:
@@ -120,16 +127,61 @@ def not_yet(what: str) -> None:
     say(f"Not available in this run: {what}", "missing")
 
 
-def show_table(df: Any, caption: str | None = None, floatfmt: str = "{:,.2f}") -> None:
-    """Display a DataFrame as an escaped HTML table."""
+def show_table(
+    df: Any,
+    caption: str | None = None,
+    floatfmt: str = "{:,.2f}",
+    csv_name: str | None = None,
+    collapse_rows: int = COLLAPSE_ROWS,
+) -> None:
+    """Display a DataFrame as an escaped HTML table for people.
+
+    Headers become words with units and money columns dollars (``helpers.report.tables``); a table of
+    more than ``collapse_rows`` rows is folded into ``<details>``. The full data is written as CSV to
+    ``<run>/tables/<csv_name>.csv`` (``csv_name`` defaults to the caption's slug for a folded table) when
+    the notebook's run folder is known (``start``), and the caption links to it.
+    """
     if not isinstance(df, pd.DataFrame):
         df = pd.DataFrame(df)
     if df.empty:
         not_yet(caption or "no rows")
         return
-    body = df.to_html(index=False, escape=True, na_rep="–", float_format=lambda x: floatfmt.format(x), border=0)
-    cap = f"<p class='pb-caption'>{esc(caption)}</p>" if caption else ""
-    show_html(f"{cap}<div class='pb-table'>{body}</div>")
+    long = len(df) > collapse_rows
+    name = csv_name or (caption if long and caption else None)
+    link = ""
+    run_dir = _DISPLAY.get("run_dir")
+    if name and run_dir is not None:
+        path = write_csv(df, run_dir, slug(name))
+        rel = path.relative_to(run_dir).as_posix()
+        link = f" <a class='pb-csv' href='{esc(rel)}'>(all {len(df):,} rows as CSV)</a>"
+    shown = for_people(df)
+    table = f"<div class='pb-table'>{table_html(shown, floatfmt)}</div>"
+    if long:
+        what = esc(caption) if caption else "table"
+        table = f"<details class='pb-long'><summary>{what}: {len(df):,} rows (show)</summary>{table}</details>"
+    cap = f"<p class='pb-caption'>{esc(caption)}{link}</p>" if caption else (f"<p>{link}</p>" if link else "")
+    show_html(f"{cap}{table}")
+
+
+_MARKDOWN = mistune.create_markdown(escape=True, plugins=["table"])
+
+
+def markdown_html(text: str, first_level: int = 4) -> str:
+    """Markdown (the rollout's ``.md`` files) as HTML with raw HTML escaped; headings start at ``<h4>``.
+
+    Headings are shifted so that a document's title never competes with the report's step headings.
+    """
+    shift = first_level - 1
+    out = re.sub(r"<(/?)h([1-6])", lambda m: f"<{m.group(1)}h{min(6, int(m.group(2)) + shift)}", _MARKDOWN(text))
+    return re.sub(r"<table>(.*?)</table>", r"<div class='pb-table'><table>\1</table></div>", out, flags=re.S)
+
+
+def show_markdown(text: str, summary: str | None = None, open_: bool = True) -> None:
+    """Display a markdown document (escaped); with ``summary``, inside a ``<details>`` element."""
+    body = f"<div class='pb-doc'>{markdown_html(text)}</div>"
+    if summary:
+        body = f"<details{' open' if open_ else ''}><summary>{esc(summary)}</summary>{body}</details>"
+    show_html(body)
 
 
 def figure_png(fig: Any, dpi: int = 110) -> bytes:

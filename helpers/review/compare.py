@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from helpers.core.config import Cost, PlaybookConfig
 from helpers.core.errors import PlaybookError
 from helpers.cost.compute import cost_per_million, family_of, price_for
+from helpers.run.summary import EngineSummary, RunSummary, parse_summary
 
 
 class _Model(BaseModel):
@@ -35,6 +36,7 @@ class EngineSnapshot(_Model):
     family: str = ""
     version: str | None = None
     status: str | None = None
+    representative: str | None = Field(default=None, description="Identity of the representative measurement.")
     concurrency: int | None = None
     output_tok_s: float | None = None
     ttft_ms_p95: float | None = None
@@ -54,9 +56,9 @@ class RunSnapshot(_Model):
     engines: list[EngineSnapshot] = Field(default_factory=list)
 
 
-def _price(summary: dict[str, Any], engine: str, label: str, knobs: dict[str, Any]) -> tuple[float | None, str]:
+def _price(summary: RunSummary, engine: str, label: str, knobs: dict[str, Any]) -> tuple[float | None, str]:
     """$/hour of one replica of ``label`` as the archived config priced it (price × tensor-parallel GPUs)."""
-    conf = summary.get("config") or {}
+    conf = summary.config or {}
     try:
         cost = Cost.model_validate(conf.get("cost") or {})
         price, source, _ = price_for(engine, SimpleNamespace(cost=cost))  # price_for reads only cfg.cost
@@ -69,69 +71,50 @@ def _price(summary: dict[str, Any], engine: str, label: str, knobs: dict[str, An
     return price * int(gpus), f"computed: {int(gpus)} × {source}"
 
 
-def _archived_cost(summary: dict[str, Any], label: str, point: dict[str, Any]) -> float | None:
-    """$/M output tokens of ``label``'s representative point from the summary's cost section (``cost.json``).
-
-    Its ``points`` table is matched on label, phase, concurrency and knobs; else the ``fleet`` row of the
-    label (priced at the tuned point) is used.
-    """
-    cost = summary.get("cost")
-    if not isinstance(cost, dict):
-        return None
-    knobs = ",".join(f"{k}={v}" for k, v in sorted((point.get("knobs") or {}).items()))
-    want = (label, point.get("phase"), point.get("concurrency"), knobs)
-    candidates = [r for r in _rows(cost, "points") if (r.get("label"), r.get("phase"), r.get("concurrency"),
-                                                        r.get("knobs") or "") == want]  # fmt: skip
-    candidates += [r for t in ("fleet", "best_points") for r in _rows(cost, t) if r.get("label") == label]
-    for row in candidates:
-        value = row.get("usd_per_mtok_output")
-        if isinstance(value, int | float) and not math.isnan(value):
-            return float(value)
-    return None
+def _as_summary(summary: RunSummary | dict[str, Any]) -> RunSummary:
+    return summary if isinstance(summary, RunSummary) else parse_summary(summary)
 
 
-def _rows(cost: dict[str, Any], table: str) -> list[dict[str, Any]]:
-    rows = cost.get(table)
-    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
-
-
-def _engine_snapshot(summary: dict[str, Any], e: dict[str, Any]) -> EngineSnapshot:
-    point = e.get("representative_point") or {}
-    label, engine = e.get("label") or "?", e.get("engine") or "?"
-    usd, source = _archived_cost(summary, label, point), "summary cost section"
-    if usd is None and point.get("output_tok_s"):
-        hourly, source = _price(summary, engine, label, point.get("knobs") or {})
-        usd = None if hourly is None else cost_per_million(hourly, point["output_tok_s"])
+def _engine_snapshot(summary: RunSummary, e: EngineSummary) -> EngineSnapshot:
+    """One configuration at its representative measurement (the same one every output uses)."""
+    rep = e.representative
+    out = rep.output_tok_s.mean if rep is not None and rep.output_tok_s is not None else None
+    usd, source = e.usd_per_mtok_output, e.cost_source or "summary"
+    if usd is None and out:
+        hourly, source = _price(summary, e.engine, e.label, rep.knobs if rep else {})
+        usd = None if hourly is None else cost_per_million(hourly, out)
         usd = None if usd is None or math.isnan(usd) else usd
     elif usd is None:
         source = "no measured point"
     return EngineSnapshot(
-        label=label,
-        engine=engine,
-        family=family_of(engine),
-        version=e.get("version"),
-        status=e.get("status"),
-        concurrency=point.get("concurrency"),
-        output_tok_s=point.get("output_tok_s"),
-        ttft_ms_p95=point.get("ttft_ms_p95"),
+        label=e.label,
+        engine=e.engine,
+        family=family_of(e.engine),
+        version=e.version,
+        status=e.status,
+        representative=rep.key if rep is not None else None,
+        concurrency=rep.concurrency if rep is not None else None,
+        output_tok_s=out,
+        ttft_ms_p95=rep.ttft_ms_p95.mean if rep is not None and rep.ttft_ms_p95 is not None else None,
         usd_per_mtok=usd,
         cost_source=source,
     )
 
 
-def snapshot(summary: dict[str, Any]) -> RunSnapshot:
-    """The review's view of one run summary."""
-    rec = summary.get("recommendation") or {}
-    engines = [_engine_snapshot(summary, e) for e in summary.get("engines") or []]
-    fam = (summary.get("decision") or {}).get("primary_family")
-    if not fam and rec.get("primary"):
-        fam = next((e.family for e in engines if e.label == rec["primary"]), None)
+def snapshot(summary: RunSummary | dict[str, Any]) -> RunSnapshot:
+    """The review's view of one run summary (schema 1 or 2)."""
+    s = _as_summary(summary)
+    rec = s.recommendation
+    engines = [_engine_snapshot(s, e) for e in s.engines]
+    fam = (s.decision or {}).get("primary_family")
+    if not fam and rec.primary:
+        fam = next((e.family for e in engines if e.label == rec.primary), None)
     return RunSnapshot(
-        run_id=str(summary.get("run_id") or summary.get("_dir") or "?"),
-        created_utc=summary.get("created_utc"),
-        workload=str(summary.get("workload") or "?"),
-        primary=rec.get("primary"),
-        backup=rec.get("backup"),
+        run_id=s.run_id,
+        created_utc=s.created_utc,
+        workload=s.workload,
+        primary=rec.primary,
+        backup=rec.backup,
         primary_family=fam or None,
         engines=engines,
     )
@@ -236,7 +219,7 @@ class ReviewResult(_Model):
         )
 
 
-def _earlier(current: RunSnapshot, archive: list[dict[str, Any]]) -> list[RunSnapshot]:
+def _earlier(current: RunSnapshot, archive: list[RunSummary] | list[dict[str, Any]]) -> list[RunSnapshot]:
     """Archived runs of the same workload other than ``current``, older than it, oldest first."""
     out = []
     for s in archive:
@@ -267,7 +250,9 @@ def _decision_flags(prev: RunSnapshot, cur: RunSnapshot, since: str) -> tuple[li
     return flags, notes
 
 
-def review(current_summary: dict[str, Any], archive: list[dict[str, Any]], cfg: PlaybookConfig) -> ReviewResult:
+def review(
+    current_summary: RunSummary | dict[str, Any], archive: list[RunSummary] | list[dict[str, Any]], cfg: PlaybookConfig
+) -> ReviewResult:
     """Compare this run with the latest earlier run of the same workload in ``archive``; flag what matters."""
     cur = snapshot(current_summary)
     history = _earlier(cur, archive)
@@ -316,17 +301,28 @@ def _version_key(v: str):
         return None
 
 
-def version_currency(summary: dict[str, Any], cfg: PlaybookConfig) -> pd.DataFrame:
-    """Per measured configuration: its engine version against ``cfg.review.current_versions``, and whether stale."""
-    current = cfg.review.current_versions
+def version_currency(
+    summary: RunSummary | dict[str, Any], cfg: PlaybookConfig, known: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """Per measured configuration: its engine version against the latest known one, and whether stale.
+
+    ``known`` is ``helpers.review.versions.latest_versions(cfg)`` (the dated file, the config on top), and
+    the table then names each row's source; without it only ``cfg.review.current_versions`` is used.
+    """
+    if known is None:
+        current = dict(cfg.review.current_versions)
+        sources = dict.fromkeys(current, "review.current_versions in the config")
+    else:
+        current = {k: v.version for k, v in known.items()}
+        sources = {k: v.source_text for k, v in known.items()}
     rows = []
-    for e in summary.get("engines") or []:
-        engine, measured = e.get("engine") or "?", e.get("version")
+    for e in _as_summary(summary).engines:
+        engine, measured = e.engine or "?", e.version
         latest = current.get(engine)
         if measured is None:
             status, note = "unknown", "the run recorded no version"
         elif latest is None:
-            status, note = "unknown", f"review.current_versions has no entry for {engine!r}"
+            status, note = "unknown", f"no latest version on record for {engine!r} (engine_versions.yaml)"
         else:
             a, b = _version_key(measured), _version_key(latest)
             if measured == latest or (a is not None and a == b):
@@ -335,9 +331,11 @@ def version_currency(summary: dict[str, Any], cfg: PlaybookConfig) -> pd.DataFra
                 status, note = "current", f"newer than the listed {latest}"
             else:
                 status, note = "stale", f"measured {measured}, current {latest}: re-run before relying on it"
-        rows.append({"label": e.get("label"), "engine": engine, "measured version": measured,
-                     "current version": latest, "status": status, "note": note})  # fmt: skip
-    return pd.DataFrame(rows, columns=["label", "engine", "measured version", "current version", "status", "note"])
+        rows.append({"label": e.label, "engine": engine, "measured version": measured,
+                     "current version": latest, "status": status, "note": note,
+                     "source": sources.get(engine, "")})  # fmt: skip
+    columns = ["label", "engine", "measured version", "current version", "status", "note", "source"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def currency_sentences(df: pd.DataFrame) -> list[str]:

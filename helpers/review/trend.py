@@ -15,9 +15,10 @@ import pandas as pd
 
 from helpers.report.notebook import esc
 from helpers.review.compare import snapshot
+from helpers.run.summary import RunSummary
 
 
-def trend_rows(archive: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def trend_rows(archive: list[RunSummary]) -> list[dict[str, Any]]:
     """One row per archived run and configuration: date, workload, version, throughput, TTFT p95, $/Mtok."""
     rows = []
     for s in archive:
@@ -29,13 +30,13 @@ def trend_rows(archive: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "run_id": run.run_id,
                     "created_utc": run.created_utc,
                     "is_primary": e.label == run.primary,
-                    **e.model_dump(exclude={"cost_source"}),
+                    **e.model_dump(exclude={"cost_source", "representative"}),
                 }
             )
     return sorted(rows, key=lambda r: (r["workload"], r["created_utc"] or "", r["run_id"], r["label"]))
 
 
-def trend_figure(archive: list[dict[str, Any]], workload: str):
+def trend_figure(archive: list[RunSummary], workload: str):
     """Throughput and $/Mtok over time for ``workload``, one line per configuration (a matplotlib Figure)."""
     # heavy; imported only where a figure is drawn
     import matplotlib.pyplot as plt
@@ -59,14 +60,14 @@ def trend_figure(archive: list[dict[str, Any]], workload: str):
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    axes[0].set_title(f"{workload}: throughput at the tuned point")
+    axes[0].set_title(f"{workload}: throughput of the representative measurement")
     axes[1].set_title("cost per million output tokens (★ = primary)")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
-def trend_png_data_uri(archive: list[dict[str, Any]], workload: str) -> str:
+def trend_png_data_uri(archive: list[RunSummary], workload: str) -> str:
     """``trend_figure`` as a ``data:image/png;base64,...`` URI (the index page stays one file)."""
     # heavy; imported only where a figure is drawn
     import matplotlib.pyplot as plt
@@ -78,14 +79,14 @@ def trend_png_data_uri(archive: list[dict[str, Any]], workload: str) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def trend_html(archive: list[dict[str, Any]]) -> str:
+def trend_html(archive: list[RunSummary]) -> str:
     """An HTML section with one trend chart per workload that has a measured point, images inline."""
     workloads = sorted({r["workload"] for r in trend_rows(archive) if r["output_tok_s"] is not None})
     if not workloads:
         return ""
     parts = ["<h2>Trends per workload</h2>"]
     for w in workloads:
-        runs = sum(1 for s in archive if (s.get("workload") or "?") == w)
+        runs = sum(1 for s in archive if snapshot(s).workload == w)
         parts.append(
             f"<h3>{esc(w)} <small>({runs} run(s))</small></h3>"
             f"<img alt='throughput and cost over time for {esc(w)}' src='{trend_png_data_uri(archive, w)}'>"

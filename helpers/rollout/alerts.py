@@ -2,8 +2,13 @@
 
 The four seed alerts: TTFT p95 above the SLA, GPU utilisation below 60% for 5 minutes, GPU memory
 above 95%, more than 100 queued requests; plus one that fires when the engine's metrics vanish
-(the rollback trigger needs to know the engine is down, not just quiet). A CPU engine gets no GPU
-rules. ``check_rules`` runs ``promtool check rules`` on the written file.
+(the rollback trigger needs to know the engine is down, not just quiet) and one on KV-cache usage in
+the engine's own metric. GPU engines reserve their KV cache up front (vLLM ``--gpu-memory-utilization``,
+SGLang ``--mem-fraction-static``, TensorRT-LLM ``kv_cache_free_gpu_memory_fraction``), so GPU memory
+sits near that share all the time: there the GPU-memory rule is a warning and KV-cache usage is the
+page that means "about to run out". Every rule carries a ``rollback`` label: ``"true"`` for the rules
+that are rollback criteria (``helpers.rollout.rollback``; the TTFT rule waits their duration). A CPU
+engine gets no GPU rules. ``check_rules`` runs ``promtool check rules`` on the written file.
 """
 
 from __future__ import annotations
@@ -16,30 +21,51 @@ from typing import Any
 import yaml
 from pydantic import Field
 
-from helpers.core.config import Alerts
+from helpers.core.config import Alerts, Rollback
 from helpers.rollout.choice import Chosen
+from helpers.rollout.rollback import duration_text
 from helpers.rollout.series import Signals, engine_selector, gpu_selector, signals
 
 PROMTOOL_INSTALL = "apt-get update && apt-get install -y prometheus"
+PREALLOC_MARGIN_PCT = 5  # reserved share this close to the memory threshold: the rule may fire at idle
 
 
 class AlertThresholds(Alerts):
     """The config's ``alerts`` section plus the TTFT limit, which is the SLA's."""
 
     ttft_p95_ms: float = Field(default=2000, gt=0, description="TTFT p95 above this fires (the SLA).")
+    ttft_for: str = Field(default=Rollback().breach_for, description="How long TTFT p95 stays high before paging.")
+    max_error_share: float = Field(default=0.01, ge=0, lt=1, description="The SLA's failed-request share.")
 
 
 def thresholds_from(cfg: Any) -> AlertThresholds:
-    """Thresholds for a config: its ``alerts`` section when it has one, the SLA's TTFT limit always."""
-    return AlertThresholds.model_validate({**cfg.alerts.model_dump(), "ttft_p95_ms": cfg.sla.ttft_p95_ms})
+    """Thresholds for a config: its ``alerts`` section, the SLA's TTFT limit, the rollback criteria's duration."""
+    ttft_for = cfg.alerts.ttft_for or cfg.rollout.rollback.breach_for
+    data = {
+        **cfg.alerts.model_dump(),
+        "ttft_p95_ms": cfg.sla.ttft_p95_ms,
+        "ttft_for": ttft_for,
+        "max_error_share": cfg.sla.max_error_share,
+    }
+    return AlertThresholds.model_validate(data)
 
 
-def _rule(name: str, expr: str, duration: str, severity: str, summary: str, description: str, labels: dict) -> dict:
+def preallocates(chosen: Chosen) -> bool:
+    """Whether the engine reserves its GPU memory at start (every GPU engine the playbook knows does).
+
+    An adapter that grows its memory with load can say so with ``preallocates_gpu_memory = False``.
+    """
+    return not chosen.adapter.runs_on_cpu and getattr(chosen.adapter, "preallocates_gpu_memory", True)
+
+
+def _rule(
+    name: str, expr: str, duration: str, severity: str, summary: str, description: str, labels: dict, rollback: bool
+) -> dict:
     return {
         "alert": name,
         "expr": expr,
         "for": duration,
-        "labels": {"severity": severity, **labels},
+        "labels": {"severity": severity, "rollback": "true" if rollback else "false", **labels},
         "annotations": {"summary": summary, "description": description},
     }
 
@@ -57,8 +83,10 @@ def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
             th.ttft_for,
             "page",
             f"TTFT p95 above {th.ttft_p95_ms:g} ms",
-            f'{who}: TTFT p95 is {{{{ $value | printf "%.0f" }}}} ms (SLA {th.ttft_p95_ms:g} ms); users feel it.',
+            f'{who}: TTFT p95 is {{{{ $value | printf "%.0f" }}}} ms (SLA {th.ttft_p95_ms:g} ms) for '
+            f"{duration_text(th.ttft_for)}; users feel it. A rollback criterion during a canary step.",
             labels,
+            True,
         ),
         _rule(
             "EngineQueueLong",
@@ -68,6 +96,7 @@ def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
             f"more than {th.queue_max:g} requests queued",
             f"{who}: {{{{ $value }}}} requests waiting; throughput is short, scale out or revisit batching.",
             labels,
+            False,
         ),
         _rule(
             "EngineMetricsAbsent",
@@ -77,8 +106,23 @@ def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
             "engine exports no metrics",
             f"{who}: no `{sig.liveness}` series for {th.absent_for}; the engine is down or not scraped.",
             labels,
+            True,
         ),
     ]
+    if sig.kv_usage:
+        out.append(
+            _rule(
+                "EngineKVCacheFull",
+                f"{sig.kv_usage} * 100 > {th.kv_usage_max_pct:g}",
+                th.kv_usage_for,
+                "page",
+                f"KV-cache usage above {th.kv_usage_max_pct:g}%",
+                f'{who}: KV cache {{{{ $value | printf "%.0f" }}}}% used; the engine is about to queue or preempt '
+                "requests: scale out, or lower max_num_seqs / max_model_len.",
+                labels,
+                False,
+            )
+        )
     if sig.gpu_util_pct:
         out.append(
             _rule(
@@ -90,32 +134,53 @@ def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
                 f'{who}: pod {{{{ $labels.pod }}}} GPUs average {{{{ $value | printf "%.0f" }}}}% busy; '
                 "batching is probably misconfigured or the pod is over-provisioned.",
                 labels,
+                False,
             )
         )
     if sig.gpu_mem_pct:
+        pre = preallocates(chosen)
+        why = (
+            "the engine reserves its KV cache up front, so high use is normal: watch EngineKVCacheFull; a climb "
+            "beyond the reserved share is a leak or another process on the GPU."
+            if pre
+            else "close to out-of-memory."
+        )
         out.append(
             _rule(
                 "EngineGPUMemoryHigh",
                 f"{sig.gpu_mem_pct} > {th.gpu_mem_max_pct:g}",
                 th.gpu_mem_for,
-                "page",
+                "warning" if pre else "page",
                 f"GPU memory above {th.gpu_mem_max_pct:g}%",
                 f'{who}: GPU {{{{ $labels.gpu }}}} of {{{{ $labels.pod }}}} is {{{{ $value | printf "%.1f" }}}}% '
-                "full; close to out-of-memory.",
+                "full; " + why,
                 labels,
+                False,
             )
         )
     return {"groups": [{"name": f"engine-playbook-{chosen.name}", "rules": out}]}
 
 
 def memory_alert_warning(chosen: Chosen, th: AlertThresholds) -> str | None:
-    """A warning when the engine pre-allocates more GPU memory than the memory alert allows."""
+    """A note when the engine's reserved GPU memory reaches, or comes within a few points of, the memory alert.
+
+    The reserved share excludes the CUDA context, graphs and activations (SGLang keeps them outside
+    ``--mem-fraction-static``), so within ``PREALLOC_MARGIN_PCT`` of the threshold the GPU-memory rule can
+    fire at idle; that is why it is a warning for such engines and KV-cache usage is the page.
+    """
     frac = chosen.spec.knobs.memory_fraction
-    if chosen.adapter.runs_on_cpu or frac is None or frac * 100 < th.gpu_mem_max_pct:
+    if not preallocates(chosen) or frac is None or frac * 100 < th.gpu_mem_max_pct - PREALLOC_MARGIN_PCT:
         return None
+    if frac * 100 >= th.gpu_mem_max_pct:
+        return (
+            f"memory_fraction {frac:g} reserves ≥ {th.gpu_mem_max_pct:g}% of GPU memory up front, so the GPU-memory "
+            "warning will fire all the time; lower memory_fraction or raise alerts.gpu_mem_max_pct. KV-cache usage "
+            "(EngineKVCacheFull) is the page that means the engine is running out."
+        )
     return (
-        f"memory_fraction {frac:g} reserves ≥ {th.gpu_mem_max_pct:g}% of GPU memory up front, so the GPU-memory "
-        "alert will fire all the time; lower memory_fraction or raise the alert threshold."
+        f"memory_fraction {frac:g} reserves {frac:.0%} of GPU memory up front; with the CUDA context, graphs and "
+        f"activations on top, GPU memory can sit above the {th.gpu_mem_max_pct:g}% rule at idle. That rule is a "
+        "warning for this engine; KV-cache usage (EngineKVCacheFull) is the page."
     )
 
 
@@ -134,12 +199,20 @@ def promtool() -> str | None:
 
 
 def check_rules(path: Path) -> tuple[bool, str]:
-    """``promtool check rules PATH``: (passed, promtool's output or why it could not run)."""
+    """``promtool check rules FILE``: (passed, promtool's output or why it could not run).
+
+    promtool runs in the file's folder on the bare file name, and any path left in its output is cut to
+    the file name, so the message (shown in the report) names no machine path.
+    """
     tool = promtool()
     if tool is None:
         return False, f"promtool not found; install it with: {PROMTOOL_INSTALL}"
-    out = subprocess.run([tool, "check", "rules", str(path)], capture_output=True, text=True, timeout=60, check=False)
-    return out.returncode == 0, (out.stdout + out.stderr).strip()
+    path = Path(path).resolve()
+    out = subprocess.run(
+        [tool, "check", "rules", path.name], capture_output=True, text=True, timeout=60, check=False, cwd=path.parent
+    )
+    text = (out.stdout + out.stderr).strip().replace(str(path.parent) + "/", "")
+    return out.returncode == 0, text
 
 
 def check_expressions(exprs: list[str], workdir: Path) -> tuple[bool, str]:

@@ -1,112 +1,91 @@
-"""Checklist steps 9-10: the canary plan and the runbook's first page, as markdown.
+"""Checklist step 10: the canary plan, as markdown (``canary.md``).
 
 Traffic moves to the chosen configuration in steps; each step is gated by the seed 003 §5.3 limits
-(in the engine's own metric names) and by the throughput this run measured, and any breach is the
-rollback trigger. The runbook page lists common failures and what to check first, with this
-engine's health and metrics paths, its tuned flags and its measured start-up time.
+(in the engine's own metric names) and by the throughput this run measured. The rollback criteria are
+``helpers.rollout.rollback``'s, the same sentences the migration plan (step 8) states and the same
+durations the alert rules wait; the runbook (common problems, recovery, scaling) is ``runbook.md``.
 """
 
 from __future__ import annotations
 
-from helpers.cost.compute import MAX_ERROR_SHARE
 from helpers.rollout.alerts import AlertThresholds
 from helpers.rollout.choice import Chosen
-from helpers.rollout.k8s import startup_budget_s
 from helpers.rollout.launch import LaunchPlan
+from helpers.rollout.rollback import RollbackCriteria, duration_text, measured_baseline
+from helpers.rollout.scaling import AutoscalingPolicy, FleetSizing
 from helpers.rollout.series import Signals
 from helpers.run.records import EngineResult
 
 # (traffic share %, minimum hold) per step; step 0 is a smoke test with no user traffic
 STEPS: list[tuple[int, str]] = [(0, "30 min"), (5, "2 h"), (25, "24 h"), (50, "24 h"), (100, "7 days")]
-THROUGHPUT_FLOOR = 0.8  # share of the measured per-replica throughput a step must keep at matched load
-BREACH_MINUTES = 10
 
 
 def _num(v: float | None, fmt: str = "{:,.0f}", unit: str = "") -> str:
     return "–" if v is None else fmt.format(v) + unit
 
 
-def _baseline(chosen: Chosen) -> list[str]:
-    r, p = chosen.result, chosen.point
-    if p is None:
-        return ["No measured point for this configuration: the gates below use the SLA limits only."]
+def title_of(chosen: Chosen) -> str:
+    """``label — engine version``, without repeating what the label already says."""
+    engine = f"{chosen.adapter.display_name} {chosen.version or ''}".strip()
+    return chosen.spec.label if engine.lower() in chosen.spec.label.lower() else f"{chosen.spec.label} — {engine}"
+
+
+def baseline_lines(chosen: Chosen) -> list[str]:
+    """The measured per-replica baseline as markdown bullet lines."""
+    b, r = measured_baseline(chosen), chosen.result
+    if b.output_tok_s is None:
+        return ["- No measured point for this configuration: the gates below use the SLA limits only."]
     knobs = ", ".join(f"`{k}={v}`" for k, v in sorted(chosen.tuned_applied.items())) or "the configured knobs"
+    load = f"concurrency {b.concurrency}" if b.concurrency else f"{_num(b.request_rate, '{:,.2f}')} req/s"
     return [
-        f"- representative point: {p.phase} at concurrency {p.concurrency} with {knobs}",
-        f"- output throughput {_num(p.output_tok_s)} tok/s per replica; TTFT p95 {_num(p.ttft_ms_p95)} ms; "
-        f"errors {p.errors} of {p.requests + p.errors} requests",
-        f"- time to healthy {_num(r.ready_s if r else None, '{:,.0f}', ' s')}; "
-        f"KV-cache capacity {_num(r.kv_capacity_tokens if r else None, '{:,}', ' tokens')}",
+        f"- representative measurement: {load} with {knobs} ({b.basis or 'measured'})",
+        f"- output throughput {_num(b.output_tok_s)} tok/s per replica; TTFT p95 {_num(b.ttft_ms_p95)} ms; "
+        f"{'meets' if b.meets_sla else 'does not meet'} the SLA",
+        f"- time to healthy {_num(r.ready_s if r else None, '{:,.0f}', ' s')}; cold start "
+        f"{_num(r.cold_start_s if r else None, '{:,.0f}', ' s')}; KV-cache capacity "
+        f"{_num(r.kv_capacity_tokens if r else None, '{:,}', ' tokens')}",
     ]
 
 
-def _gates(chosen: Chosen, th: AlertThresholds, sig: Signals) -> list[tuple[str, str, str]]:
-    """(signal, PromQL, limit) rows that every step must hold."""
+def gates(th: AlertThresholds, sig: Signals, crit: RollbackCriteria) -> list[tuple[str, str, str]]:
+    """(signal, PromQL, limit) rows that every step must hold; the rollback rows are the rollback criteria."""
+    ttft_for, breach = duration_text(crit.ttft_for), duration_text(crit.breach_for)
     rows = [
-        ("TTFT p95", f"`{sig.ttft_p95_s} * 1000`", f"≤ {th.ttft_p95_ms:,.0f} ms (SLA)"),
-        ("Queued requests", f"`{sig.queue}`", f"≤ {th.queue_max:g}"),
-        ("Engine metrics present", f"`{sig.liveness}`", "series exists"),
-        ("Error share", "5xx ÷ all responses at the gateway", f"≤ {MAX_ERROR_SHARE:.0%} (the benchmark's rule)"),
-        ("Pod restarts", "`increase(kube_pod_container_status_restarts_total[1h])`", "0"),
+        ("TTFT p95", f"`{sig.ttft_p95_s} * 1000`", f"≤ {crit.ttft_p95_ms:,.0f} ms (SLA); breach ≤ {ttft_for}"),
+        ("Error share", "5xx ÷ all responses at the gateway", f"≤ {crit.max_error_share:.0%}; breach ≤ {breach}"),
+        ("Engine metrics present", f"`{sig.liveness}`", f"missing ≤ {duration_text(crit.absent_for)}"),
+        ("Pod restarts", "`increase(kube_pod_container_status_restarts_total[1h])`", f"≤ {crit.max_restarts}"),
     ]
-    if chosen.point is not None:
-        floor = THROUGHPUT_FLOOR * chosen.point.output_tok_s
+    if crit.floor_tok_s is not None:
+        at = f", at about {crit.baseline_concurrency} concurrent streams" if crit.baseline_concurrency else ""
         rows.append(
             (
                 "Output throughput per replica",
-                f"`{sig.output_tok_s}` ÷ replicas, at about {chosen.point.concurrency} concurrent streams",
-                f"≥ {floor:,.0f} tok/s ({THROUGHPUT_FLOOR:.0%} of measured)",
+                f"`{sig.output_tok_s}` ÷ replicas{at}",
+                f"≥ {crit.floor_tok_s:,.0f} tok/s ({crit.throughput_floor:.0%} of measured); breach ≤ {breach}",
             )
         )
-    if sig.gpu_mem_pct:
-        rows.append(("GPU memory", f"`{sig.gpu_mem_pct}`", f"≤ {th.gpu_mem_max_pct:g}%"))
+    rows.append(("Queued requests (scale, not rollback)", f"`{sig.queue}`", f"≤ {th.queue_max:g}"))
+    if sig.kv_usage:
+        rows.append(("KV-cache usage (scale, not rollback)", f"`{sig.kv_usage}`", f"≤ {th.kv_usage_max_pct:g}%"))
     if sig.gpu_util_pct:
         rows.append(("GPU utilisation (100% step)", f"`{sig.gpu_util_pct}`", f"≥ {th.gpu_util_min_pct:g}%"))
     return rows
 
 
-def _runbook(chosen: Chosen, p: LaunchPlan, th: AlertThresholds, sig: Signals) -> list[tuple[str, str, str]]:
-    a, k = chosen.adapter, chosen.spec.knobs
-    seqs = f"`max_num_seqs={k.max_num_seqs}`" if k.max_num_seqs else "the batch-size knob (`max_num_seqs`)"
-    frac = f"`memory_fraction={k.memory_fraction:g}`" if k.memory_fraction else "`memory_fraction`"
-    return [
-        (
-            "Pod never becomes Ready",
-            f"`kubectl logs`; `curl :{p.port}{a.health_path}`; the startup probe allows {startup_budget_s(chosen)} s; "
-            "the model volume has `config.json` at its root",
-            "out of GPU memory at load: lower " + frac + " or `max_model_len`; raise the probe budget for cold caches",
-        ),
-        (
-            "TTFT p95 above the SLA",
-            f"`{sig.queue}` and running requests; prompt lengths at the gateway",
-            f"queue growing: add replicas; queue flat: prefill-bound, lower `max_batched_tokens` or {seqs}",
-        ),
-        (
-            f"Queue above {th.queue_max:g}",
-            "request rate vs the fleet size of step 6; replicas Ready",
-            "scale out (new replicas need the start-up time above), then revisit batching",
-        ),
-        (
-            f"GPU utilisation below {th.gpu_util_min_pct:g}%",
-            "traffic per replica; the running-requests gauge",
-            f"too few requests per replica (fewer replicas) or batching capped by {seqs}",
-        ),
-        (
-            f"GPU memory above {th.gpu_mem_max_pct:g}%",
-            "KV-cache usage panel; whether the engine pre-allocates",
-            "pre-allocation is normal; a steady climb is a leak: restart one pod and compare",
-        ),
-        (
-            "Engine metrics missing",
-            f"`curl :{p.port}{a.metrics_path}` shows `{sig.liveness.split('{')[0]}`; pod scrape annotations",
-            "metrics flags are in the launch args; the scrape path must be " + f"`{a.metrics_path}`",
-        ),
-        (
-            "Prefix-cache hit rate dropped",
-            "did the shared system prompt change? `prefix_caching` in the launch config",
-            "restore the shared prefix or re-measure: the cost case assumed the measured reuse",
-        ),
-    ]
+def _scaling_lines(sizing: FleetSizing, auto: AutoscalingPolicy | None, autoscaling: bool) -> list[str]:
+    out = [f"- replicas at full traffic: {sizing.replicas} ({sizing.basis})"]
+    if auto is not None:
+        out.append(
+            f"- autoscaling (`autoscaling.yaml`, KEDA): {auto.min_replicas} to {auto.max_replicas} replicas "
+            f"(min: {auto.min_basis}; max: {auto.max_basis})"
+        )
+        out += [f"  - scale out when {t.meaning}: `{t.query}` ÷ replicas > {t.threshold:g}" for t in auto.triggers]
+    elif autoscaling:
+        out.append("- autoscaling was asked for, but no engine signal can drive it (no running/KV-cache metric)")
+    else:
+        out.append("- no autoscaling (`hardware.autoscaling: false`): the replica count is fixed")
+    return out
 
 
 def canary_markdown(
@@ -114,17 +93,23 @@ def canary_markdown(
     p: LaunchPlan,
     th: AlertThresholds,
     sig: Signals,
+    crit: RollbackCriteria,
+    scaling: tuple[FleetSizing, AutoscalingPolicy | None, bool],
     backup: EngineResult | None,
     files: dict[str, str],
     warnings: list[str],
 ) -> str:
-    """The canary plan and the runbook's first page for ``chosen``."""
-    a = chosen.adapter
-    title = f"{chosen.spec.label} — {a.display_name} {chosen.version or ''}".strip()
-    out = [f"# Rollout plan: {title}", "", f"Workload `{chosen.workload}`, model `{chosen.served_name}`.", ""]
-    out += ["## Measured baseline (this run)", "", *_baseline(chosen), ""]
-    if chosen.notes or warnings:
-        out += ["## Before you start", "", *[f"- {n}" for n in chosen.notes + warnings], ""]
+    """The canary plan for ``chosen``; ``scaling`` is (fleet sizing, autoscaling policy, autoscaling asked)."""
+    out = [
+        f"# Rollout plan: {title_of(chosen)}",
+        "",
+        f"Workload `{chosen.workload}`, model `{chosen.served_name}`.",
+        "",
+    ]
+    out += ["## Measured baseline (this run)", "", *baseline_lines(chosen), ""]
+    out += ["## Replicas and scaling", "", *_scaling_lines(*scaling), ""]
+    if chosen.notes or warnings or p.notes:
+        out += ["## Before you start", "", *[f"- {n}" for n in chosen.notes + p.notes + warnings], ""]
     out += ["## Files", "", *[f"- {k}: `{v}`" for k, v in files.items()], ""]
     out += ["## Traffic steps", "", "| step | traffic to the new engine | hold at least | move on when |"]
     out.append("|---|---|---|---|")
@@ -132,7 +117,7 @@ def canary_markdown(
         when = "health Ready, metrics scraped, smoke requests answer" if share == 0 else "every gate held all along"
         out.append(f"| {i} | {share}% | {hold} | {when} |")
     out += ["", "## Gates (must hold during every step)", "", "| signal | query | limit |", "|---|---|---|"]
-    out += [f"| {s} | {q} | {lim} |" for s, q, lim in _gates(chosen, th, sig)]
+    out += [f"| {s} | {q} | {lim} |" for s, q, lim in gates(th, sig, crit)]
     fallback = (
         f"If the engine itself is at fault (not capacity), pilot the backup configuration `{backup.label}` "
         f"({backup.engine} {backup.version or ''}) the same way."
@@ -141,17 +126,18 @@ def canary_markdown(
     )
     out += [
         "",
-        "## Rollback trigger",
+        "## Rollback criteria",
         "",
-        f"Roll back at once when any `page` alert of the rule file fires during a step, when any gate is breached "
-        f"for more than {BREACH_MINUTES} minutes, or when a pod restarts: set the new engine's traffic share to 0, "
-        "keep the previous deployment serving (it stays scaled up until step 4 has held), then investigate with "
-        "the runbook below. " + fallback,
+        "Roll back when any of these holds (the same criteria as the migration plan of step 8; the alert rules "
+        'labelled `rollback="true"` fire on them):',
         "",
-        "## Runbook — first page",
+        *[f"- {t}" for t in crit.triggers()],
         "",
-        "| symptom | check first | likely fix |",
-        "|---|---|---|",
+        "Rolling back: set the new engine's traffic share to 0, keep the previous deployment serving (it stays "
+        f"scaled up until step {len(STEPS) - 1} has held), then investigate with `runbook.md`. {fallback}",
+        "",
+        f"Queue and KV-cache alerts mean capacity, not a broken engine: scale out (a new replica needs about "
+        f"{_num(chosen.result.ready_s if chosen.result else None, '{:,.0f}', ' s')} to become Ready) and hold "
+        f"the step; roll back only if they persist at the fleet's full size for {duration_text(crit.breach_for)}.",
     ]
-    out += [f"| {s} | {c} | {f} |" for s, c, f in _runbook(chosen, p, th, sig)]
     return "\n".join(out) + "\n"

@@ -11,10 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from helpers.benchmark.run import tuned_point
+from helpers.benchmark.sla import Representative, grid_points, representative
 from helpers.core.config import EngineSpec, Knobs, PlaybookConfig
 from helpers.core.errors import PlaybookError
-from helpers.cost.compute import within_sla
 from helpers.engines import EngineAdapter, get_engine
 from helpers.run.records import EngineResult, Point
 
@@ -36,6 +35,7 @@ class Chosen:
     served_name: str
     result: EngineResult | None = None
     point: Point | None = None
+    representative: Representative | None = None
     tuned_applied: dict[str, Any] = field(default_factory=dict)
     backup: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -83,14 +83,20 @@ def _find_spec(cfg: PlaybookConfig, decision: DecisionResult) -> EngineSpec:
     )
 
 
-def _baseline_point(result: EngineResult | None, cfg: PlaybookConfig) -> Point | None:
-    """The highest-throughput point within the SLA (the tuned point); the representative point otherwise."""
+def _baseline(result: EngineResult | None, cfg: PlaybookConfig) -> tuple[Representative | None, Point | None]:
+    """The configuration's representative measurement (``helpers.benchmark.sla``) and its grid point, if any."""
     if result is None:
-        return None
-    ok = [p for p in result.points if within_sla(p, cfg)]
-    if ok:
-        return max(ok, key=lambda p: p.output_tok_s)
-    return tuned_point(result, cfg.workload.target_concurrency)
+        return None, None
+    rep = representative(result, cfg)
+    point = next(
+        (
+            p
+            for p in grid_points(result)
+            if rep.source == "grid" and (p.phase, p.concurrency, p.knobs) == (rep.phase, rep.concurrency, rep.knobs)
+        ),
+        None,
+    )
+    return rep, point
 
 
 def choose(cfg: PlaybookConfig, decision: DecisionResult, results: list[EngineResult]) -> Chosen:
@@ -104,8 +110,9 @@ def choose(cfg: PlaybookConfig, decision: DecisionResult, results: list[EngineRe
         )
     result = next((r for r in results if r.label == spec.label), None)
     tuned, applied = apply_tuned(spec, result.tuned_knobs if result else None)
-    point, notes = _baseline_point(result, cfg), []
-    if result is not None and point is not None and not within_sla(point, cfg):
+    rep, point = _baseline(result, cfg)
+    notes: list[str] = []
+    if rep is not None and rep.source != "none" and not rep.meets_sla:
         notes.append(
             f"No measured point of {spec.label!r} met the SLA (TTFT p95 ≤ {cfg.sla.ttft_p95_ms:g} ms): the baseline "
             "below is its representative point, and the pilot should start with less load per replica."
@@ -126,6 +133,7 @@ def choose(cfg: PlaybookConfig, decision: DecisionResult, results: list[EngineRe
         served_name=adapter.served_model_name(cfg.model),
         result=result,
         point=point,
+        representative=rep,
         tuned_applied=applied,
         backup=decision.backup,
         notes=notes,

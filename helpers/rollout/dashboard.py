@@ -148,7 +148,7 @@ def validate_dashboard(path: Path) -> tuple[bool, str]:
         original = json.loads(path.read_text(encoding="utf-8"))
         model = load_dashboard(path)
     except (OSError, ValueError, KeyError, TypeError) as err:
-        return False, f"{path}: does not load as a Grafana dashboard: {err}"
+        return False, f"{path.name}: does not load as a Grafana dashboard: {err}"
     problems, titles = [], []
     for panel in model.panels or []:
         if not isinstance(panel, dm.Panel):  # rows
@@ -163,7 +163,7 @@ def validate_dashboard(path: Path) -> tuple[bool, str]:
     if not titles:
         problems.append("no panels")
     if problems:
-        return False, f"{path}: " + "; ".join(problems)
+        return False, f"{path.name}: " + "; ".join(problems)
     return True, f"{path.name}: loads back through grafana-foundation-sdk; {len(titles)} panels: {', '.join(titles)}"
 
 

@@ -27,14 +27,16 @@ PROBE_PERIOD_S = 10
 MIN_STARTUP_S = 300
 
 
-class _NoAliases(yaml.SafeDumper):
+class NoAliases(yaml.SafeDumper):
     """A YAML dumper that writes repeated mappings out in full (no ``&id``/``*id`` anchors)."""
 
     def ignore_aliases(self, data: Any) -> bool:
+        """Never alias: every mapping is written where it is used."""
         return True
 
 
-def _labels(chosen: Chosen) -> dict[str, str]:
+def labels_of(chosen: Chosen) -> dict[str, str]:
+    """The labels every object of the chosen configuration carries (the Deployment selects on the name)."""
     return {
         "app.kubernetes.io/name": chosen.name,
         "app.kubernetes.io/component": "llm-engine",
@@ -75,8 +77,11 @@ def manifests(
     cpu: str = "8",
     memory: str = "64Gi",
 ) -> list[dict[str, Any]]:
-    """Deployment, Service and (when needed) the extra-options ConfigMap, as data."""
-    name, labels, adapter = chosen.name, _labels(chosen), chosen.adapter
+    """Deployment, Service and (when needed) the extra-options ConfigMap, as data.
+
+    ``replicas`` is the fleet size of step 6 (``helpers.rollout.scaling.fleet_sizing``).
+    """
+    name, labels, adapter = chosen.name, labels_of(chosen), chosen.adapter
     probe = {"httpGet": {"path": adapter.health_path, "port": "http"}, "periodSeconds": PROBE_PERIOD_S}
     mounts: list[dict[str, Any]] = [
         {"name": "model", "mountPath": MODEL_MOUNT, "readOnly": True},
@@ -157,7 +162,7 @@ def write_manifests(path: Path, chosen: Chosen, p: LaunchPlan, **kwargs: Any) ->
         f"# Kubernetes manifests for {chosen.spec.label} ({chosen.workload}). The PersistentVolumeClaim named in\n"
         f"# volumes.model must hold the model checkpoint at its root; apply with: kubectl apply -f {path.name}\n"
     )
-    body = yaml.dump_all(manifests(chosen, p, **kwargs), Dumper=_NoAliases, sort_keys=False, width=200)
+    body = yaml.dump_all(manifests(chosen, p, **kwargs), Dumper=NoAliases, sort_keys=False, width=200)
     path.write_text(head + body, encoding="utf-8")
     return path
 
@@ -190,8 +195,12 @@ def _wiring(docs: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def validate_manifests(path: Path, k8s_version: str | None = None) -> tuple[bool, str]:
-    """Strict schema check of every document (``kubernetes-validate``) plus the wiring between them."""
+def validate_manifests(path: Path, k8s_version: str | None = None) -> tuple[bool | None, str]:
+    """Strict schema check of every document (``kubernetes-validate``) plus the wiring between them.
+
+    Returns (True, lines) when every document passed, (False, lines) when one failed, and (None, lines)
+    when none failed but one had no schema to check against (a custom resource); the lines say which.
+    """
     try:
         # loads its schemas on import; only step 10 validates manifests
         import kubernetes_validate
@@ -201,9 +210,9 @@ def validate_manifests(path: Path, k8s_version: str | None = None) -> tuple[bool
     try:
         docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
     except yaml.YAMLError as err:
-        return False, f"{path}: not valid YAML: {err}"
+        return False, f"{path.name}: not valid YAML: {err}"
     version = k8s_version or kubernetes_validate.latest_version()
-    lines, ok = [], True
+    lines, ok, unchecked = [], True, False
     for d in docs:
         kn = f"{d.get('kind', '?').lower()}/{(d.get('metadata') or {}).get('name', '?')}"
         try:
@@ -213,6 +222,13 @@ def validate_manifests(path: Path, k8s_version: str | None = None) -> tuple[bool
             ok = False
             where = ".".join(str(x) for x in err.path)
             lines.append(f"{kn}: INVALID at {where or '<root>'}: {err.message}")
+        except kubernetes_validate.SchemaNotFoundError:
+            unchecked = True
+            lines.append(f"{kn}: NOT schema-checked: kubernetes-validate has no schema for {d.get('apiVersion')}")
     problems = _wiring(docs)
     lines += problems
-    return ok and not problems and bool(docs), "\n".join(lines) or f"{path}: no documents"
+    if not docs:
+        return False, f"{path.name}: no documents"
+    if not ok or problems:
+        return False, "\n".join(lines)
+    return (None if unchecked else True), "\n".join(lines)

@@ -4,13 +4,13 @@ Both forms come from the launcher registry, so they are the commands the benchma
 ``LAUNCHERS['python'].build`` gives the shell command (an interpreter that has the engine) and
 ``LAUNCHERS['docker'].build`` the container command, whose image arguments are the container's
 ``command``/``args`` in the Kubernetes manifest. Secret-looking environment values never reach a
-file: the shell script demands them from the environment, ``docker run`` passes them through.
+file: the shell script demands them from the environment, ``docker run`` passes them through. Paths of
+the benchmark machine become shell variables (``helpers.rollout.portable``).
 """
 
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,9 @@ from helpers.core.config import ModelSpec
 from helpers.core.secrets import is_secret_name
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.docker import MODEL_MOUNT, OPTIONS_MOUNT
+from helpers.rollout.artifacts import artifact_path
 from helpers.rollout.choice import Chosen
+from helpers.rollout.portable import Variable, command_line, substitute, used, variables, word
 
 PLACEHOLDER_REGISTRY = "replace-me.invalid"
 
@@ -39,6 +41,7 @@ class LaunchPlan:
     port: int
     options_file: Path | None = None
     notes: list[str] = field(default_factory=list)
+    variables: list[Variable] = field(default_factory=list)  # this machine's paths, as shell variables
 
 
 def _image(chosen: Chosen) -> tuple[str, bool]:
@@ -82,6 +85,7 @@ def plan(chosen: Chosen, model: ModelSpec, run_dir: Path) -> LaunchPlan:
         port=port,
         options_file=options,
         notes=notes,
+        variables=variables(model.directory, run_dir, py_cmd[0], py_env.get("PYTHONPATH"), adapter.display_name),
     )
 
 
@@ -95,11 +99,13 @@ def shell_script(p: LaunchPlan, chosen: Chosen) -> str:
         "# It binds to 127.0.0.1 as in the benchmark; put a proxy in front or change --host to serve others.",
         "set -euo pipefail",
     ]
+    body = []
     for k in sorted(p.python_env):
-        value = f'"${{{k}:?set {k}}}"' if is_secret_name(k) else shlex.quote(p.python_env[k])
-        lines.append(f"export {k}={value}")
-    lines.append("exec " + shlex.join(p.python_cmd))
-    return "\n".join(lines) + "\n"
+        value = f'"${{{k}:?set {k}}}"' if is_secret_name(k) else word(substitute(p.python_env[k], p.variables))
+        body.append(f"export {k}={value}")
+    body.append("exec " + command_line(p.python_cmd, p.variables))
+    lines += [v.line for v in used(p.variables, body)]
+    return "\n".join(lines + body) + "\n"
 
 
 def _docker_without_secrets(cmd: list[str]) -> list[str]:
@@ -120,14 +126,21 @@ def docker_script(p: LaunchPlan, chosen: Chosen) -> str:
         f"# Pilot launch of {chosen.spec.label} in a container ({p.image}); model mounted at {MODEL_MOUNT}.",
         "set -euo pipefail",
     ]
-    return "\n".join(head) + "\nexec " + shlex.join(cmd) + "\n"
+    line = "exec " + command_line(cmd, p.variables)
+    return "\n".join(head + [v.line for v in used(p.variables, [line])]) + "\n" + line + "\n"
 
 
 def launch_record(p: LaunchPlan, chosen: Chosen) -> dict[str, Any]:
     """The launch configuration as JSON-ready data (secret env values masked)."""
+    vs = p.variables
 
     def masked(env: dict[str, str]) -> dict[str, str]:
-        return {k: ("***" if is_secret_name(k) else v) for k, v in env.items()}
+        return {k: ("***" if is_secret_name(k) else substitute(v, vs)) for k, v in env.items()}
+
+    def portable(cmd: list[str]) -> list[str]:
+        return [substitute(a, vs) for a in cmd]
+
+    python_cmd, docker_cmd = portable(p.python_cmd), portable(_docker_without_secrets(p.docker_cmd))
 
     return {
         "label": chosen.spec.label,
@@ -136,8 +149,9 @@ def launch_record(p: LaunchPlan, chosen: Chosen) -> dict[str, Any]:
         "tuned_knobs_applied": chosen.tuned_applied,
         "knobs": chosen.spec.knobs.model_dump(mode="json"),
         "port": p.port,
-        "python": {"command": p.python_cmd, "env": masked(p.python_env)},
-        "docker": {"command": _docker_without_secrets(p.docker_cmd)},
+        "variables": {v.name: v.line for v in used(vs, python_cmd + docker_cmd + list(masked(p.python_env).values()))},
+        "python": {"command": python_cmd, "env": masked(p.python_env)},
+        "docker": {"command": docker_cmd},
         "container": {
             "image": p.image,
             "image_is_placeholder": p.image_is_placeholder,
@@ -155,11 +169,7 @@ def write_launch(out_dir: Path, chosen: Chosen, model: ModelSpec, run_dir: Path)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     p = plan(chosen, model, run_dir)
-    files = {
-        "launch_shell": out_dir / "launch.sh",
-        "launch_docker": out_dir / "launch-docker.sh",
-        "launch_json": out_dir / "launch.json",
-    }
+    files = {key: artifact_path(out_dir, key) for key in ("launch_shell", "launch_docker", "launch_json")}
     files["launch_shell"].write_text(shell_script(p, chosen), encoding="utf-8")
     files["launch_docker"].write_text(docker_script(p, chosen), encoding="utf-8")
     files["launch_json"].write_text(json.dumps(launch_record(p, chosen), indent=2), encoding="utf-8")

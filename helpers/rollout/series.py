@@ -3,12 +3,16 @@
 Queue, KV-cache usage and prefix-cache names come from the adapter's ``MetricNames``. The TTFT
 histogram and the generation-token counter are not in ``MetricNames`` yet, so ``EXTRA_SERIES``
 holds them by engine family, read from the engines' metric pages: vLLM 0.26.0 and SGLang 0.5.16
-(``shared/gpu/fixtures/*-metrics.txt``) and TensorRT-LLM's ``tensorrt_llm/metrics/collector.py``
-(``trtllm_`` prefix, served on ``/prometheus/metrics``). An adapter attribute of the same name
-(``metrics.ttft_histogram`` / ``metrics.generation_tokens``) wins once the adapters carry it.
+(``tests/fixtures/metrics/*-metrics.txt``, captured on the H200) and TensorRT-LLM's
+``tensorrt_llm/metrics/collector.py`` (``trtllm_`` prefix, served on ``/prometheus/metrics``). An adapter
+attribute of the same name (``metrics.ttft_histogram`` / ``metrics.generation_tokens``) wins once the
+adapters carry it.
 
 GPU signals come from NVIDIA's DCGM exporter: ``DCGM_FI_DEV_GPU_UTIL`` (percent) and
-``DCGM_FI_DEV_FB_USED`` / ``DCGM_FI_DEV_FB_FREE`` (MiB).
+``DCGM_FI_DEV_FB_USED`` / ``DCGM_FI_DEV_FB_FREE`` (MiB). With Kubernetes pod mapping the exporter
+labels each GPU with the pod using it; scraped through a ServiceMonitor without ``honorLabels`` that
+label arrives as ``exported_pod`` (``pod`` is then the exporter's own pod), so every GPU selector
+matches either: ``exported_pod`` copied into ``pod`` with ``label_replace``, ``or`` the plain ``pod``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ EXTRA_SERIES: dict[str, ExtraSeries] = {
     "vllm": ExtraSeries("vllm:time_to_first_token_seconds", "vllm:generation_tokens_total"),
     "sglang": ExtraSeries("sglang:time_to_first_token_seconds", "sglang:generation_tokens_total"),
     "trtllm": ExtraSeries("trtllm_time_to_first_token_seconds", "trtllm_generation_tokens_total"),
+    "lmdeploy": ExtraSeries("lmdeploy:time_to_first_token_seconds", "lmdeploy:generation_tokens_total"),
 }
 
 
@@ -57,8 +62,14 @@ def _sel(name: str, selector: str) -> str:
     return f"{name}{{{selector}}}" if selector else name
 
 
+def dcgm(name: str, pod_regex: str) -> str:
+    """A DCGM series of the pods matching ``pod_regex``, labelled ``pod`` with or without honorLabels."""
+    exported = f'label_replace({name}{{exported_pod=~"{pod_regex}"}}, "pod", "$1", "exported_pod", "(.+)")'
+    return f'({exported} or {name}{{pod=~"{pod_regex}"}})'
+
+
 def signals(adapter: EngineAdapter, engine_selector: str, gpu_selector: str | None, window: str = "5m") -> Signals:
-    """The expressions for ``adapter``'s metrics; ``gpu_selector`` None means no GPU (a CPU engine)."""
+    """The expressions for ``adapter``'s metrics; ``gpu_selector`` (a pod-name regex) None means no GPU."""
     m = adapter.metrics
     extra = EXTRA_SERIES.get(adapter.family)
     ttft = getattr(m, "ttft_histogram", None) or (extra.ttft_histogram if extra else None)
@@ -80,9 +91,9 @@ def signals(adapter: EngineAdapter, engine_selector: str, gpu_selector: str | No
         hit = None
     gpu_util = gpu_mem = None
     if gpu_selector is not None:
-        gs = gpu_selector
-        gpu_util = f"avg by (pod) ({_sel(DCGM_GPU_UTIL, gs)})"
-        gpu_mem = f"100 * {_sel(DCGM_FB_USED, gs)} / ({_sel(DCGM_FB_USED, gs)} + {_sel(DCGM_FB_FREE, gs)})"
+        used, free = dcgm(DCGM_FB_USED, gpu_selector), dcgm(DCGM_FB_FREE, gpu_selector)
+        gpu_util = f"avg by (pod) ({dcgm(DCGM_GPU_UTIL, gpu_selector)})"
+        gpu_mem = f"100 * {used} / ({used} + {free})"
     return Signals(
         ttft_p95_s=f"histogram_quantile(0.95, sum by (le) (rate({_sel(ttft + '_bucket', es)}[{window}])))",
         output_tok_s=f"sum(rate({_sel(gen, es)}[1m]))",
@@ -102,5 +113,5 @@ def engine_selector(served_name: str) -> str:
 
 
 def gpu_selector(deployment: str) -> str:
-    """The DCGM exporter's pod label for the deployment's pods (exporter run with Kubernetes pod mapping)."""
-    return f'pod=~"{deployment}-.*"'
+    """The regex of the deployment's pod names, as the DCGM exporter labels them (Kubernetes pod mapping)."""
+    return f"{deployment}-.*"

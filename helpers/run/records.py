@@ -7,17 +7,28 @@ lost when a later point or engine fails, and a re-run resumes from what is alrea
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.core import atomic
+from helpers.core.text import knob_text, label_slug
 
 
 class _Record(BaseModel):
     """Base of result records: unknown keys are rejected so that archives stay readable."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class Artifact(_Record):
+    """A record a step writes into the run folder as one JSON file (``artifact``), read back by later steps.
+
+    Subclasses live with the step that computes them and name their file; ``helpers.run.folder.RunFolder``
+    saves and loads any of them, so the run folder needs no knowledge of the steps above it.
+    """
+
+    artifact: ClassVar[str] = ""
 
 
 class ServerStats(_Record):
@@ -53,9 +64,16 @@ class Point(_Record):
     label: str = Field(description="Engine configuration label (from the config).")
     engine: str = Field(description="Engine adapter name.")
     concurrency: int
-    phase: Literal["sweep", "tune", "replay"] = Field(
-        default="sweep", description="Concurrency sweep, SLA tuning, or a replay of the trace's arrivals."
+    phase: Literal["sweep", "tune", "replay", "search", "trial"] = Field(
+        default="sweep",
+        description="Concurrency sweep, SLA tuning, a replay of the trace's arrivals, a capacity-search probe "
+        "or a repeated trial at the capacity.",
     )
+    offered_rate: float | None = Field(default=None, description="Open-loop arrival rate asked for (req/s).")
+    trial: int | None = Field(default=None, description="Trial number at the capacity (phase trial).")
+    warmup_requests: int = Field(default=0, description="Requests sent first and left out of the figures.")
+    verdict: str | None = Field(default=None, description="The capacity search's verdict on this load.")
+    probe: dict[str, Any] | None = Field(default=None, description="The search's judged measurement (resume).")
     knobs: dict[str, Any] = Field(default_factory=dict, description="Knob values in force for this point.")
     requests: int = Field(description="Requests that completed.")
     errors: int = Field(default=0, description="Requests that failed.")
@@ -74,10 +92,75 @@ class Point(_Record):
     e2e_ms_p50: float | None = None
     e2e_ms_p95: float | None = None
     goodput_req_s: float | None = Field(default=None, description="Requests/s that met the SLA.")
-    sla_met: bool | None = Field(default=None, description="TTFT p95 within the SLA.")
+    sla_met: bool | None = Field(default=None, description="Met the SLA (helpers.benchmark.sla.meets_sla).")
     server: ServerStats = Field(default_factory=ServerStats)
     gpu: GpuStats = Field(default_factory=GpuStats)
     roofline: dict[str, Any] = Field(default_factory=dict, description="Bound for this point and measured/bound.")
+
+
+class Figure(_Record):
+    """A measured figure: its mean and, where trials were repeated, the 95% confidence interval."""
+
+    mean: float
+    low: float | None = None
+    high: float | None = None
+    n: int = Field(default=1, description="Trials behind the mean.")
+
+    @property
+    def half_width(self) -> float | None:
+        """Half the interval's width, when there is one."""
+        return None if self.low is None or self.high is None else (self.high - self.low) / 2
+
+    def text(self, fmt: str = "{:,.0f}") -> str:
+        """``mean ± half width (n trials)``, or the mean alone for a single sample."""
+        hw = self.half_width
+        if hw is None or self.n < 2:
+            return fmt.format(self.mean) + (" (1 sample)" if self.n == 1 else "")
+        return f"{fmt.format(self.mean)} ± {fmt.format(hw)} (n={self.n})"
+
+
+class Representative(_Record):
+    """The measurement that stands for one engine configuration in every comparison (``helpers.benchmark.sla``)."""
+
+    label: str
+    engine: str
+    source: Literal["capacity", "grid", "none"] = Field(
+        description="capacity: trials at the measured SLA capacity; grid: a grid point; none: nothing measured."
+    )
+    meets_sla: bool
+    phase: str | None = None
+    concurrency: int | None = Field(default=None, description="Concurrency of the grid point (closed loop).")
+    request_rate: Figure | None = Field(default=None, description="Sustained request rate (req/s).")
+    output_tok_s: Figure | None = None
+    total_tok_s: Figure | None = None
+    ttft_ms_p95: Figure | None = None
+    itl_ms_p95: Figure | None = None
+    requests: int = Field(default=0, description="Requests behind the figures (all trials).")
+    knobs: dict[str, Any] = Field(default_factory=dict)
+    basis: str = Field(default="", description="How this measurement was chosen, in words.")
+
+    @property
+    def key(self) -> str:
+        """A short identity used to check that every output names the same measurement."""
+        if self.source == "capacity" and self.request_rate is not None:
+            return f"{self.label}@{self.request_rate.mean:.3f}req/s"
+        return f"{self.label}@{self.phase}:c{self.concurrency}:{knob_text(self.knobs)}"
+
+
+class CapacitySummary(_Record):
+    """The SLA capacity search of one configuration (``helpers.benchmark.capacity``) and its trials."""
+
+    axis: Literal["rate", "concurrency"] = "rate"
+    capacity: float | None = Field(default=None, description="Highest load that met the SLA and was sustained.")
+    bracket_low: float | None = None
+    bracket_high: float | None = None
+    bounded: bool = False
+    converged: bool = False
+    tolerance: float = 0.05
+    note: str = ""
+    probes: list[dict[str, Any]] = Field(default_factory=list, description="Every probe: load, figures, verdict.")
+    trial_load: float | None = Field(default=None, description="Load the repeated trials ran at.")
+    trials_note: str = ""
 
 
 class EngineResult(_Record):
@@ -94,13 +177,11 @@ class EngineResult(_Record):
     ready_s: float | None = Field(default=None, description="Launch to healthy.")
     kv_capacity_tokens: int | None = Field(default=None, description="KV-cache capacity the engine logged.")
     tuned_knobs: dict[str, Any] | None = Field(default=None, description="Best knobs within the SLA.")
+    capacity: CapacitySummary | None = Field(default=None, description="SLA capacity search and trials.")
+    gpu_seconds: dict[str, float] = Field(
+        default_factory=dict, description="Seconds the engine was up, by phase (cold start, sweep, search, trials)."
+    )
     points: list[Point] = Field(default_factory=list)
-
-
-def label_slug(text: str) -> str:
-    """A filesystem-safe form of an engine label (case kept, so distinct labels stay distinct)."""
-    keep = [c if c.isalnum() or c in "-_." else "-" for c in text]
-    return "".join(keep).strip("-") or "x"
 
 
 def point_path(run_dir: Path, label: str, phase: str, concurrency: int, knob_tag: str = "") -> Path:

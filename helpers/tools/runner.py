@@ -14,13 +14,15 @@ from pathlib import Path
 
 import yaml
 
-from helpers.core.config import load_config, public_dict
+from helpers.core.config import PlaybookConfig, load_config, public_dict
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
 from helpers.core.secrets import known_secrets, redact
+from helpers.core.text import slug
 from helpers.report.html import render_report
 from helpers.report.index import write_index
-from helpers.report.notebook import slug
+from helpers.run.lock import RunLock
 from helpers.run.summary import write_summary
+from helpers.tools.engine_subset import config_file, select_engines
 
 
 def notebooks(playbook_dir: Path = PLAYBOOK_DIR) -> list[Path]:
@@ -73,16 +75,34 @@ def run_playbook(
     reports_dir: Path = REPORTS_DIR,
     only: list[str] | None = None,
     log_output: bool = True,
+    engines: list[str] | None = None,
 ) -> Path:
     """Run the whole playbook for ``config``; return the path of ``report.html``.
 
     The config is validated first (a bad config fails before anything starts). Reusing a
-    ``run_id`` resumes: measured points in that run folder are kept.
+    ``run_id`` resumes: measured points in that run folder are kept. ``engines`` (labels) runs only
+    those engine configurations (``helpers.tools.engine_subset``).
     """
     cfg = load_config(config)  # a bad config fails here, before anything is imported or started
+    if engines:
+        cfg = select_engines(cfg, engines)
 
     run_id = run_id or new_run_id(cfg.name)
     run_dir = (Path(reports_dir) / run_id).resolve()
+    with RunLock(run_dir), config_file(cfg, config, bool(engines)) as path:  # RunLock: one run per run id
+        return _run_locked(cfg, path, run_id, run_dir, Path(reports_dir), only, log_output)
+
+
+def _run_locked(
+    cfg: PlaybookConfig,
+    config: str | Path,
+    run_id: str,
+    run_dir: Path,
+    reports_dir: Path,
+    only: list[str] | None,
+    log_output: bool,
+) -> Path:
+    """The body of ``run_playbook``, run while its run folder is locked (``helpers.run.lock``)."""
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
     cfg_copy = run_dir / "config.yaml"
     cfg_copy.write_text(yaml.safe_dump(public_dict(cfg), sort_keys=False), encoding="utf-8")

@@ -14,6 +14,7 @@ from helpers.core.config import PlaybookConfig
 from helpers.core.paths import resolve_repo_path
 from helpers.engines import ENGINES
 from helpers.measure.prompts import RequestShape, fixed_shapes
+from helpers.run.folder import RunFolder
 from helpers.workload.profile import Profile, profile_from_config
 from helpers.workload.shapes import concurrency_levels, shapes_from_profile
 from helpers.workload.traces import load_trace
@@ -42,18 +43,16 @@ def point_requests(cfg: PlaybookConfig, concurrency: int) -> int:
     return max(wl.requests_per_point, concurrency)
 
 
-def run_profile(cfg: PlaybookConfig, run_dir: Path | None = None):
-    """The workload profile: step 1's ``profile.json`` in the run folder when it exists, else computed."""
-    saved = Path(run_dir) / "profile.json" if run_dir else None
-    if saved is not None and saved.is_file():
-        return Profile.model_validate(json.loads(saved.read_text(encoding="utf-8")))
-    return profile_from_config(cfg)
+def run_profile(cfg: PlaybookConfig, run_dir: Path | None = None) -> Profile:
+    """The workload profile: step 1's record in the run folder when it exists, else computed."""
+    saved = RunFolder(run_dir).load(Profile) if run_dir else None
+    return saved if saved is not None else profile_from_config(cfg)
 
 
-def workload_shapes(cfg: PlaybookConfig, run_dir: Path | None = None) -> list[RequestShape]:
-    """The shapes of one point's requests."""
+def workload_shapes(cfg: PlaybookConfig, run_dir: Path | None = None, n: int | None = None) -> list[RequestShape]:
+    """The shapes of one point's requests (``n`` of them; default: enough for the largest grid point)."""
     wl = cfg.workload
-    n = request_count(cfg)
+    n = n or request_count(cfg)
     if wl.source.kind == "synthetic":
         return fixed_shapes(n, wl.input_tokens, wl.output_tokens, wl.shared_prefix_tokens)
 

@@ -9,14 +9,17 @@ Everything is computed with numpy/pandas over whole columns, so a million reques
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.core.config import TraceSource
 from helpers.core.paths import resolve_model_dir, resolve_repo_path
+from helpers.run.records import Artifact
+from helpers.workload.cache_sim import CacheSimulation, simulate_prefix_cache
 from helpers.workload.reuse import ATTRIBUTION_RULES, analyse_blocks
+from helpers.workload.sessions import SessionStats, session_stats
 from helpers.workload.traces import Trace, load_trace
 from helpers.workload.traces.synthetic import trace_from_workload
 
@@ -82,8 +85,10 @@ class Timeline(_Model):
     )
 
 
-class Profile(_Model):
+class Profile(Artifact):
     """The workload profile of one trace (checklist step 1)."""
+
+    artifact: ClassVar[str] = "profile.json"
 
     source: str = Field(description="Trace file, or 'synthetic'.")
     format: str = Field(description="Registered trace format it was read as.")
@@ -114,6 +119,15 @@ class Profile(_Model):
     prefix_reuse_reason: str | None = Field(description="Why prefix_reuse_ratio is None.")
     prefix_reuse: PrefixReuse | None = Field(description="Detail of the prefix reuse, when known.")
     timeline: Timeline = Field(description="Arrivals, concurrency and reuse over time.")
+    sessions: SessionStats | None = Field(
+        default=None, description="Sessions, turns per session and history growth; None: no session ids."
+    )
+    finite_cache_hit_rate: float | None = Field(
+        default=None,
+        description="Share of prompt tokens an LRU prefix cache of the given capacity serves (beside the "
+        "unbounded prefix_reuse_ratio); None: no capacity given or no block hashes.",
+    )
+    finite_cache: CacheSimulation | None = Field(default=None, description="Detail of that simulation.")
 
 
 def token_stats(values: np.ndarray) -> TokenStats:
@@ -158,8 +172,18 @@ def _events(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return times[order], np.cumsum(delta[order])
 
 
-def profile_trace(trace: Trace, per_token_ms: float = 20.0, prefill_ms_per_1k: float = 50.0) -> Profile:
-    """Profile a loaded trace; end times missing from it come from the given latency model."""
+def profile_trace(
+    trace: Trace,
+    per_token_ms: float = 20.0,
+    prefill_ms_per_1k: float = 50.0,
+    cache_capacity_tokens: int | None = None,
+    cache_block_size: int | None = None,
+) -> Profile:
+    """Profile a loaded trace; end times missing from it come from the given latency model.
+
+    With ``cache_capacity_tokens`` (the engine's KV capacity, or the memory plan's), the profile also
+    simulates a finite LRU prefix cache at ``cache_block_size`` (default: the trace's block size).
+    """
     df = trace.requests
     start = df["start_s"].to_numpy(dtype=float)
     inp = df["input_tokens"].to_numpy(dtype=np.int64)
@@ -201,6 +225,7 @@ def profile_trace(trace: Trace, per_token_ms: float = 20.0, prefill_ms_per_1k: f
     peak_window = PEAK_WINDOW_S if duration >= 10 * PEAK_WINDOW_S else bucket
     per_window = np.bincount((start // peak_window).astype(np.int64))
     reuse, reuse_reason, reuse_t = _reuse(trace, b_of, nb)
+    finite = _finite_cache(trace, cache_capacity_tokens, cache_block_size, notes)
     return Profile(
         source=trace.source,
         format=trace.format,
@@ -235,7 +260,23 @@ def profile_trace(trace: Trace, per_token_ms: float = 20.0, prefill_ms_per_1k: f
             concurrency_max=[int(x) for x in conc_max],
             prefix_reuse_ratio=reuse_t,
         ),
+        sessions=session_stats(trace),
+        finite_cache_hit_rate=finite.hit_rate if finite else None,
+        finite_cache=finite,
     )
+
+
+def _finite_cache(
+    trace: Trace, capacity_tokens: int | None, block_size: int | None, notes: list[str]
+) -> CacheSimulation | None:
+    """The finite-cache simulation when a capacity is given and the trace has block hashes (else a note why not)."""
+    if capacity_tokens is None or not trace.has_blocks or not trace.block_size:
+        return None
+    try:
+        return simulate_prefix_cache(trace, capacity_tokens, block_size or trace.block_size).summary
+    except ValueError as err:
+        notes.append(f"finite prefix cache not simulated: {err}")
+        return None
 
 
 def _reuse(trace: Trace, b_of: np.ndarray, nb: int) -> tuple[PrefixReuse | None, str | None, list | None]:
@@ -269,8 +310,13 @@ def _reuse(trace: Trace, b_of: np.ndarray, nb: int) -> tuple[PrefixReuse | None,
     return detail, None, curve
 
 
-def profile_from_config(cfg: Any, n_synthetic: int = 1000) -> Profile:
-    """Profile a ``PlaybookConfig``'s workload: its trace file, or a synthetic trace from its numbers."""
+def profile_from_config(
+    cfg: Any, n_synthetic: int = 1000, cache_capacity_tokens: int | None = None, cache_block_size: int | None = None
+) -> Profile:
+    """Profile a ``PlaybookConfig``'s workload: its trace file, or a synthetic trace from its numbers.
+
+    ``cache_capacity_tokens`` and ``cache_block_size`` add the finite-cache hit rate (see ``profile_trace``).
+    """
     src = cfg.workload.source
     if src.kind == "trace":
         trace = load_trace(
@@ -278,7 +324,13 @@ def profile_from_config(cfg: Any, n_synthetic: int = 1000) -> Profile:
         )
     else:
         trace = trace_from_workload(cfg.workload, n=n_synthetic)
-    return profile_trace(trace, per_token_ms=src.per_token_ms, prefill_ms_per_1k=src.prefill_ms_per_1k)
+    return profile_trace(
+        trace,
+        per_token_ms=src.per_token_ms,
+        prefill_ms_per_1k=src.prefill_ms_per_1k,
+        cache_capacity_tokens=cache_capacity_tokens,
+        cache_block_size=cache_block_size,
+    )
 
 
 def profile_command(path: str, fmt: str | None, model_dir: str | None) -> dict:

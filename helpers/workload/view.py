@@ -1,4 +1,4 @@
-"""Step 1 view: the workload profile (from the configured trace, or the synthetic numbers)."""
+"""Step 1 in the notebook: ``profile`` computes and saves the ``Profile``; ``show`` only displays it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from helpers.workload.shapes import shapes_reuse_ratio
 def profile(ctx: Context) -> Profile:
     """Profile the workload and save it as ``profile.json``."""
     prof = profile_from_config(ctx.cfg)
-    ctx.save_json("profile.json", prof.model_dump(mode="json"))
+    ctx.folder.save(prof)
     return prof
 
 

@@ -65,6 +65,7 @@ def config(engines: list[dict]):
                 "requests_per_point": 4,
                 "max_seconds_per_point": 60,
             },
+            "evidence": {"search": {"enabled": False}},  # failures, not evidence, are tested here
         }
     )
 

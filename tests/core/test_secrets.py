@@ -1,7 +1,6 @@
 """An endpoint's API key from the environment reaches the server and nothing the playbook writes."""
 
 import asyncio
-import json
 
 import httpx
 import pytest
@@ -35,6 +34,7 @@ def endpoint_config(url: str, key_env: str):
                 }
             ],
             "workload": {"input_tokens": 16, "output_tokens": 4, "concurrency": [2], "requests_per_point": 4},
+            "evidence": {"search": {"enabled": False}},
         }
     )
 
@@ -50,7 +50,7 @@ def test_the_key_is_sent_but_never_written(keyed_server, tmp_path, monkeypatch):
     served = parse_page(httpx.get(keyed_server + "/metrics").text)
     assert served["fake:authorized_requests_total"] == served["fake:requests_total"] >= 6  # health + first + 4
 
-    summary = json.dumps(build_summary(run_dir, cfg))
+    summary = build_summary(run_dir, cfg).model_dump_json()
     assert KEY not in summary
     written = [p for p in run_dir.rglob("*") if p.is_file()]
     assert any(p.parent.name == "logs" for p in written) and any(p.parent.name == "engines" for p in written)

@@ -20,7 +20,8 @@ from helpers.cost.compute import (
 from helpers.cost.plots import plot_cost_per_mtok, plot_tco_stacked, plot_tco_vs_traffic
 from helpers.model.reference_data import load_gpu_prices
 
-PEAK = {"peak_requests_per_s": 20, "output_tokens_mean": 256, "concurrency_p99": 120}
+PEAK = {"format": "mooncake", "source": "trace.jsonl", "peak_requests_per_s": 20, "output_tokens_mean": 256,
+        "concurrency_p99": 120}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -90,12 +91,17 @@ def test_best_point_is_highest_throughput_within_sla(ttft_sla, expected_conc):
     assert b["concurrency"] == expected_conc and b["meets_sla"]
 
 
-def test_traffic_demand_profile_then_config():
+def test_traffic_demand_config_then_measured_trace_never_synthetic():
     assert traffic_demand(cfg([VLLM]), PEAK)["output_tok_s"] == 5120
     c = cfg([VLLM], workload={"peak_requests_per_s": 3.0, "output_tokens": 100})
     d = traffic_demand(c, None)
     assert d["output_tok_s"] == 300 and "config" in d["basis"]
+    d = traffic_demand(c, PEAK)  # the config's peak wins over the trace's
+    assert d["requests_per_s"] == 3.0 and "config" in d["source"]
     assert traffic_demand(cfg([VLLM]), {})["basis"].startswith("no peak traffic")
+    synthetic = {**PEAK, "format": "synthetic", "source": "synthetic"}
+    d = traffic_demand(cfg([VLLM]), synthetic)  # a synthetic sample's peak is an artefact: not used
+    assert d["requests_per_s"] is None and d["concurrency"] is None
 
 
 def test_fleet_sizing_and_tco():
@@ -115,7 +121,7 @@ def test_fleet_sizing_and_tco():
 
 def test_fleet_p99_concurrency_can_dominate_and_ops_hours_from_config():
     c = cfg([VLLM], cost={"gpu": "H200-SXM-141GB", "ops_hours_per_month": {"vllm": 2}})
-    f = fleet_and_tco(results(VLLM), c, {"concurrency_p99": 200}).iloc[0]
+    f = fleet_and_tco(results(VLLM), c, {"format": "csv", "concurrency_p99": 200}).iloc[0]
     assert f["replicas"] == 20 and f["base_ops_hours"] == 2 and "config" in f["ops_hours_source"]
 
 

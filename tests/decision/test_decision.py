@@ -8,7 +8,8 @@ from helpers.decision.tree import DecisionResult, EngineScore, rank_candidates, 
 
 STABLE = {"updates_per_month": 0.2}
 BIG_TEAM = {"size": 12, "mlops_maturity": "high", "chase_peak": True}
-PEAK = {"peak_requests_per_s": 20, "output_tokens_mean": 256, "concurrency_p99": 120}
+PEAK = {"format": "mooncake", "source": "trace.jsonl", "peak_requests_per_s": 20, "output_tokens_mean": 256,
+        "concurrency_p99": 120}  # fmt: skip
 
 # (case, config sections, profile, tree family, step it ends at, condition of that step)
 TREE_CASES = [
@@ -236,7 +237,7 @@ def test_equal_fleets_break_toward_the_lower_cost_per_token():
     """At traffic one replica serves either way, equal TCO must not hide a 2x throughput difference."""
     slow = scaled(results(VLLM)[0], 1.0, label="vllm-slow")
     fast = scaled(results(VLLM)[0], 2.0, label="vllm-fast")
-    low = {"peak_requests_per_s": 0.01, "output_tokens_mean": 16, "concurrency_p99": 1}
+    low = {"format": "csv", "peak_requests_per_s": 0.01, "output_tokens_mean": 16, "concurrency_p99": 1}
     d = decide([slow, fast], cfg(["vllm-slow", "vllm-fast"]), low)
     by = {s.label: s for s in d.scores}
     assert by["vllm-slow"].cost_value == by["vllm-fast"].cost_value  # same one-replica fleet

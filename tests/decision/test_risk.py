@@ -1,11 +1,13 @@
 import math
+import re
 
 import pytest
 from decision_data import SGLANG, TRT, VLLM, cfg, results
 
 from helpers.core.config import Knobs
-from helpers.decision.risk import migration_plan, risk_register
+from helpers.core.paths import REPO_ROOT
 from helpers.decision.compute import decide
+from helpers.decision.risk import citable, migration_plan, risk_register
 from helpers.engines import ENGINES
 from helpers.model.reference_data import load_engine_facts
 
@@ -16,7 +18,7 @@ RISKS = {"ecosystem lock-in", "hardware binding", "community activity", "model-s
 
 def _decision(labels, **sections):
     c = cfg(labels, **sections)
-    return decide(results(*labels), c, {"peak_requests_per_s": 20, "output_tokens_mean": 256}), c
+    return decide(results(*labels), c, {"format": "csv", "peak_requests_per_s": 20, "output_tokens_mean": 256}), c
 
 
 def _cell(reg, family, risk, col):
@@ -25,7 +27,7 @@ def _cell(reg, family, risk, col):
 
 def test_engine_facts_are_dated_and_sourced():
     facts = load_engine_facts()
-    assert set(facts) == {"vllm", "sglang", "trtllm"}
+    assert {"vllm", "sglang", "trtllm"} <= set(facts)
     for fam in facts.values():
         assert all(f.date and f.source for f in fam.facts)
         assert fam.ops_hours_per_month.assumption  # the hours are labelled assumptions
@@ -84,11 +86,11 @@ def test_migration_plan_reads_the_adapters():
     src, dst = ENGINES["trtllm"], ENGINES["vllm"]
     assert ch.loc["deployment image", "from"] == src.default_image
     assert ch.loc["deployment image", "to"] == dst.default_image
-    assert ch.loc["launch flags (knobs)", "to"] == " ".join(dst.knob_flags(Knobs()))
+    assert ch.loc["launch flags (knobs)", "to"] == " ".join(dst.knob_flags(Knobs(dummy_weights=False)))
     assert ch.loc["metric: waiting", "from"] == src.metrics.waiting
     assert ch.loc["metric: waiting", "to"] == dst.metrics.waiting
     assert ch.loc["metrics path", "from"] == "/prometheus/metrics"
-    assert any("2000 ms" in t for t in plan["rollback_triggers"])
+    assert any("2,000 ms" in t for t in plan["rollback_triggers"])
     assert any("417" in t for t in plan["rollback_triggers"])  # the backup's measured tuned throughput
     assert plan["effort_days"] == pytest.approx(plan["effort"]["days"].sum())
 
@@ -105,3 +107,38 @@ def test_migration_without_backup():
     d, c = _decision([VLLM])
     plan = migration_plan(d, c)
     assert plan["to"] is None and math.isnan(plan["effort_days"]) and "measure one" in plan["steps"][0]
+
+
+def test_migration_flags_never_load_dummy_weights():
+    """The benchmark's random weights (``--load-format dummy``) must not reach a deployment's flags."""
+    d, c = _decision([VLLM, SGLANG], cadence=STABLE)
+    assert all(e.knobs.dummy_weights for e in c.engines)  # as benchmarked
+    changes = migration_plan(d, c)["changes"].set_index("aspect")
+    flags = " ".join(changes.loc["launch flags (knobs)", ["from", "to"]])
+    assert "dummy" not in flags and "--load-format" not in flags
+
+
+def test_register_quotes_the_runs_measured_cold_starts():
+    """With the run's results, the ops evidence gives their cold starts (190 s, 125 s here), not the seeds'."""
+    d, c = _decision([VLLM, SGLANG], cadence=STABLE)
+    res = results(VLLM, SGLANG)
+    res = [r.model_copy(update={"cold_start_s": s}) for r, s in zip(res, (81.0, 133.0), strict=True)]
+    reg = risk_register(d, c, res)
+    vllm_ops = _cell(reg, "vllm", "ops complexity", "evidence")
+    sglang_ops = _cell(reg, "sglang", "ops complexity", "evidence")
+    assert "81 s per update (measured in this run" in vllm_ops and "62 s" not in vllm_ops
+    assert "133 s per update (measured in this run" in sglang_ops and "125 s" not in sglang_ops
+    # without results the dated facts remain, labelled with their source
+    assert "62 s per update (seed 003" in _cell(risk_register(d, c), "vllm", "ops complexity", "evidence")
+
+
+def test_register_cites_only_files_in_the_repository():
+    """A fact whose source is a file outside the repository (gpu/README.md) is not cited as if it were here."""
+    d, c = _decision([VLLM, SGLANG, TRT], cadence=STABLE)
+    text = " ".join(risk_register(d, c)["evidence"]) + " ".join(migration_plan(d, c)["effort"]["basis"])
+    named = re.findall(r"[\w.-]+(?:/[\w.-]+)*\.(?:md|txt|json|ya?ml)\b", text)
+    assert named, "the register names no file at all (nothing tested)"
+    missing = [f for f in named if not (REPO_ROOT / f).is_file() and not (REPO_ROOT / "helpers" / "data" / f).is_file()]
+    assert missing == []
+    assert citable("gpu/README.md (this project)") == "notes outside this repository (this project)"
+    assert citable("README.md section") == "README.md section"

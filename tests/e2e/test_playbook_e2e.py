@@ -77,6 +77,11 @@ CONFIG = {
         "target_concurrency": 4,
     },
     "sla": {"ttft_p95_ms": 5000},
+    # a short capacity search and three trials per engine: the evidence path end to end on a real engine
+    "evidence": {
+        "search": {"probe_seconds": 3, "max_probes": 4, "tolerance": 0.3, "min_requests": 12},
+        "trials": {"min_trials": 3, "max_trials": 3, "warmup_requests": 2},
+    },
     "cost": {"gpu": "cpu-2core"},
 }
 

@@ -297,5 +297,6 @@ def test_python_launcher_needs_an_interpreter():
 
 
 def test_unknown_engine_names_the_allowed_ones():
-    with pytest.raises(ConfigError, match="unknown engine 'vllmm'; allowed: endpoint, sglang, trtllm, vllm, vllm-cpu"):
+    allowed = "endpoint, lmdeploy, sglang, trtllm, vllm, vllm-cpu"
+    with pytest.raises(ConfigError, match=f"unknown engine 'vllmm'; allowed: {allowed}"):
         config("vllmm")

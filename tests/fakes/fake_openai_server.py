@@ -20,6 +20,15 @@ ignored). Its behaviour comes from environment variables:
   - Poisson arrivals (M/D/k) wait a little below ``mu`` too, more and more as ``lam`` nears ``mu``.
 
   E.g. k=4, 8 tokens, 0.05 s a token: S=0.4 s, mu=10 req/s. Unset or 0: no limit (the default).
+* ``FAKE_CAPTURE_FILE``: when set, each completion request is appended to that file as one JSON line
+  (``prompt``, ``max_tokens``, arrival time ``t``), so a test can check what a replay sent.
+* ``FAKE_CACHE_BLOCK``: when set to b > 0, the usage carries ``prompt_tokens_details.cached_tokens``: the
+  longest whole-block word prefix the prompt shares with an earlier prompt (an unbounded prefix cache of
+  b-word blocks, at most prompt - 1 words), as vLLM reports with ``--enable-prompt-tokens-details``.
+* ``FAKE_ANSWERS``: a JSONL evaluation set (``prompt``, ``answers``); ``/v1/chat/completions`` then answers
+  the item whose prompt is the last user message with "The answer is <answers[0]>." (anything else:
+  "I do not know."). ``FAKE_WRONG_EVERY=n`` answers every n-th item wrongly; ``FAKE_ENGINE_MODE=drop_question``
+  answers as if the chat template had dropped the user's message (the quality gate must catch both).
 
 ``/metrics`` counts requests in ``fake:requests_total`` and authorised ones in
 ``fake:authorized_requests_total``; of the streamed ones, those asking for usage in the last chunk
@@ -43,6 +52,57 @@ KEY = os.environ.get("FAKE_API_KEY")
 DIE_AFTER = int(os.environ.get("FAKE_DIE_AFTER", "3"))
 TOKEN_DELAY_S = float(os.environ.get("FAKE_TOKEN_DELAY_S", "0.002"))
 SERVICE_SLOTS = int(os.environ.get("FAKE_SERVICE_SLOTS", "0") or 0)
+CAPTURE_FILE = os.environ.get("FAKE_CAPTURE_FILE")
+CACHE_BLOCK = int(os.environ.get("FAKE_CACHE_BLOCK", "0") or 0)
+_cached_blocks: set[int] = set()
+ANSWERS_FILE = os.environ.get("FAKE_ANSWERS")
+WRONG_EVERY = int(os.environ.get("FAKE_WRONG_EVERY", "0") or 0)
+
+
+def _answers() -> dict[str, tuple[int, str]]:
+    """prompt -> (position in the set, first answer) of ``FAKE_ANSWERS`` (empty when unset)."""
+    if not ANSWERS_FILE:
+        return {}
+    with open(ANSWERS_FILE, encoding="utf-8") as f:
+        items = [json.loads(line) for line in f if line.strip()]
+    return {x["prompt"]: (i, x["answers"][0]) for i, x in enumerate(items)}
+
+
+def _chat_body(req: dict) -> dict:
+    """A non-streamed chat completion answering from ``FAKE_ANSWERS`` (see the module docstring)."""
+    users = [m.get("content", "") for m in req.get("messages") or [] if m.get("role") == "user"]
+    question = "" if MODE == "drop_question" or not users else users[-1]
+    hit = _answers().get(question)
+    if hit is None:
+        text = "I do not know."
+    elif WRONG_EVERY and hit[0] % WRONG_EVERY == WRONG_EVERY - 1:
+        text = "I am not sure."
+    else:
+        text = f"The answer is {hit[1]}."
+    usage = {"prompt_tokens": len(question.split()), "completion_tokens": len(text.split())}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+    return {"id": "chat0", "object": "chat.completion", "model": req.get("model"), "choices": [choice], "usage": usage}
+
+
+def _capture(req: dict, usage: dict) -> None:
+    """Append the request to ``FAKE_CAPTURE_FILE`` and add cached tokens to ``usage`` (when asked for)."""
+    words = str(req.get("prompt", "")).split()
+    with _lock:
+        if CACHE_BLOCK > 0:
+            full = (len(words) - 1) // CACHE_BLOCK if words else 0
+            keys, key = [], 0
+            for j in range(len(words) // CACHE_BLOCK):  # hash of the prefix up to each block's end
+                key = hash((key, tuple(words[j * CACHE_BLOCK : (j + 1) * CACHE_BLOCK])))
+                keys.append(key)
+            hit = next((j for j in range(full) if keys[j] not in _cached_blocks), full)
+            _cached_blocks.update(keys)
+            usage["prompt_tokens_details"] = {"cached_tokens": hit * CACHE_BLOCK}
+        if CAPTURE_FILE:
+            with open(CAPTURE_FILE, "a", encoding="utf-8") as f:
+                row = {"prompt": req.get("prompt"), "max_tokens": req.get("max_tokens"), "t": time.time()}
+                f.write(json.dumps(row) + "\n")
+
 
 _lock = threading.Lock()
 _counts = {"requests": 0, "authorized": 0, "streamed": 0, "prompt_tokens": 0, "running": 0, "usage": 0, "per_chunk": 0}
@@ -153,6 +213,10 @@ class Handler(BaseHTTPRequestHandler):
         """``/v1/completions``: a JSON answer, or SSE chunks of one word per token when ``stream`` is true."""
         n = int(self.headers.get("Content-Length") or 0)
         req = json.loads(self.rfile.read(n) or b"{}")
+        if self.path == "/v1/chat/completions":
+            if self._authorized():
+                self._send(200, "application/json", json.dumps(_chat_body(req)).encode())
+            return
         if self.path != "/v1/completions":
             self._send(404, "text/plain", b"not found")
             return
@@ -161,6 +225,7 @@ class Handler(BaseHTTPRequestHandler):
         prompt_tokens = len(str(req.get("prompt", "")).split())
         out = int(req.get("max_tokens") or req.get("max_completion_tokens") or 16)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": out, "total_tokens": prompt_tokens + out}
+        _capture(req, usage)
         with _lock:
             _counts["prompt_tokens"] += prompt_tokens
         if not req.get("stream"):

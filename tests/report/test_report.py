@@ -147,7 +147,7 @@ def test_index_skips_unreadable_summaries(run_dir):
     broken.mkdir()
     (broken / "summary.json").write_text("{not json", encoding="utf-8")
     runs = archived_runs(run_dir.parent)
-    assert [r["_dir"] for r in runs] == [run_dir.name]
+    assert [r.run_id for r in runs] == [run_dir.name]
     assert "1 run(s)" in index_html(runs)
 
 

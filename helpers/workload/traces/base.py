@@ -104,6 +104,8 @@ def check_readable(path: Path) -> None:
         raise TraceError(f"{path}: cannot read trace file ({err.strerror or err})") from None
     if not head.strip():
         raise TraceError(f"{path}: trace file is empty")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise TraceError(f"{path}: UTF-16 text (a spreadsheet's 'Unicode text'); save it as UTF-8 (CSV UTF-8)")
     if b"\x00" in head:
         raise TraceError(f"{path}: not a text file (binary content)")
 
@@ -112,7 +114,7 @@ def head_lines(path: Path, n: int = SNIFF_LINES) -> list[str]:
     """Return the first ``n`` non-empty lines of a text file (stripped)."""
     out: list[str] = []
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:  # -sig: a spreadsheet's byte-order mark
             for line in f:
                 if line.strip():
                     out.append(line.strip())

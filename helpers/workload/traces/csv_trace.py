@@ -11,16 +11,22 @@ Columns are matched by name, case-insensitively (first alias found wins):
 
 The Azure LLM inference traces (TIMESTAMP, ContextTokens, GeneratedTokens) are this format.
 CSV carries no prompt content, so prefix reuse is unknown for it.
+
+What a spreadsheet exports reads as is: a UTF-8 byte-order mark and CRLF line ends. Each line is one
+row (a quoted field cannot span lines, so a stray quote spoils only its own line); bytes that are not
+UTF-8 spoil only their row. Rows are split and converted with pyarrow's compute functions, so a trace
+of ten million lines loads in seconds; only quoted and malformed rows are looked at one by one.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from helpers.core.errors import TraceError
 from helpers.workload.traces._common import EPOCH_MS_THRESHOLD, SkipLog
@@ -32,9 +38,19 @@ OUTPUT = ("generatedtokens", "output_tokens", "completion_tokens", "output_lengt
 END = ("end_time", "end_timestamp")
 DURATION = {"latency_s": 1.0, "duration_s": 1.0, "latency_ms": 1e-3, "duration_ms": 1e-3}
 
+MAX_TOKENS = 2**31 - 1
+"""Largest token count taken as real; a larger one is a malformed row (it would overflow later sums)."""
+
+_NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
+
 
 def _header(line: str) -> list[str]:
-    return [c.strip().lower() for c in next(csv.reader([line]), [])]
+    """The lower-cased column names of a header line ([] when it is not one CSV row)."""
+    try:
+        fields = next(csv.reader([line.lstrip("\ufeff")]), [])
+    except csv.Error:
+        return []
+    return [c.strip().lower() for c in fields]
 
 
 def _find(names: list[str], aliases: tuple[str, ...] | dict[str, float]) -> int | None:
@@ -44,14 +60,51 @@ def _find(names: list[str], aliases: tuple[str, ...] | dict[str, float]) -> int 
     return None
 
 
-def _times(values: pd.Series) -> pd.Series:
-    """Seconds since the epoch from numbers (s or ms) or ISO-8601 strings; NaN where unparsable."""
-    num = pd.to_numeric(values, errors="coerce")
-    if num.notna().sum() >= values.str.strip().ne("").sum() / 2:
-        return num.where(num.abs() <= EPOCH_MS_THRESHOLD, num / 1000.0).astype(float)
-    dt = pd.to_datetime(values.str.strip(), format="ISO8601", errors="coerce", utc=True)
-    secs = (dt - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(seconds=1)
-    return secs.astype(float)
+def _split(line: str) -> list[str] | None:
+    """The fields of one quoted row with the csv module (None if it refuses the row)."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:  # e.g. a field over csv.field_size_limit()
+        return None
+
+
+def _numbers(col: pa.Array) -> np.ndarray:
+    """Floats of a string column; NaN where a value is not a plain decimal number."""
+    s = pc.utf8_trim_whitespace(col)
+    ok = pc.match_substring_regex(s, _NUMBER)
+    vals = pc.cast(pc.if_else(ok, s, "0"), pa.float64()).to_numpy(zero_copy_only=False)
+    return np.where(ok.to_numpy(zero_copy_only=False), vals, np.nan)
+
+
+def _times(col: pa.Array) -> np.ndarray:
+    """Seconds since the epoch from numbers (s or ms) or ISO-8601 strings; NaN where unparsable or not finite."""
+    num = _numbers(col)
+    filled = len(col) - pc.sum(pc.equal(pc.utf8_trim_whitespace(col), "")).as_py() if len(col) else 0
+    if np.count_nonzero(~np.isnan(num)) >= filled / 2:
+        secs = np.where(np.abs(num) <= EPOCH_MS_THRESHOLD, num, num / 1000.0)
+    else:
+        text = pd.Series(pc.utf8_trim_whitespace(col).to_pylist(), dtype=object)
+        dt = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
+        secs = ((dt - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(seconds=1)).to_numpy(dtype=float, na_value=np.nan)
+    return np.where(np.isfinite(secs), secs, np.nan)
+
+
+def _tokens(col: pa.Array) -> np.ndarray:
+    """Token counts; NaN where unparsable, negative, fractional or implausibly large."""
+    num = _numbers(col)
+    with np.errstate(invalid="ignore"):
+        ok = (num >= 0) & (num <= MAX_TOKENS) & (num % 1 == 0)
+    return np.where(ok, num, np.nan)
+
+
+def _lines(path: Path) -> pa.Array:
+    """The file's lines (BOM and CR line ends removed, bad UTF-8 replaced), as one Arrow string array."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig", errors="replace")
+    except OSError as err:
+        raise TraceError(f"{path}: cannot read trace file ({err.strerror or err})") from None
+    lines = pc.split_pattern(pa.array([text], pa.large_string()), "\n").flatten()
+    return pc.utf8_rtrim(lines, characters="\r")
 
 
 class CsvTraceReader(TraceReader):
@@ -68,59 +121,75 @@ class CsvTraceReader(TraceReader):
         return _find(names, START) is not None and _find(names, INPUT) is not None
 
     def read(self, path: Path, *, model_dir: Path | None = None, block_size: int = 16) -> Trace:
-        """Read the rows; rows with a wrong field count or unparsable values are skipped and counted."""
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as err:
-            raise TraceError(f"{path}: cannot read trace file ({err})") from None
-        lines = text.splitlines()
-        first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
-        if first is None:
+        """Read the rows; rows with a wrong field count or unparsable values are skipped and counted.
+
+        Blank lines and rows of empty cells (a spreadsheet leaves them at the end) are ignored.
+        """
+        lines = _lines(path)
+        blank = pc.equal(pc.utf8_length(pc.utf8_trim(lines, characters=" \t\v\f,")), 0).to_numpy(zero_copy_only=False)
+        filled = np.flatnonzero(~blank)
+        if not len(filled):
             raise TraceError(f"{path}: trace file is empty")
-        names = _header(lines[first])
+        first = int(filled[0])
+        head = lines[first].as_py()
+        names = _header(head)
         cols = {"start": _find(names, START), "input": _find(names, INPUT), "output": _find(names, OUTPUT)}
         missing = [k for k, v in cols.items() if v is None]
         if missing:
             raise TraceError(
-                f"{path}: line {first + 1}: CSV header {lines[first][:80]!r} lacks a column for "
+                f"{path}: line {first + 1}: CSV header {head[:80]!r} lacks a column for "
                 f"{', '.join(missing)} (accepted: start {START}, input {INPUT}, output {OUTPUT})"
             )
         end_col, dur_col = _find(names, END), _find(names, DURATION)
-        dur_scale = DURATION[names[dur_col]] if dur_col is not None else 1.0
-        log = SkipLog(path, self.name, self.claimed_by)
-        rows: list[list[str]] = []
-        linenos: list[int] = []
+        picks = [cols["start"], cols["input"], cols["output"]] + [c for c in (end_col, dur_col) if c is not None]
         width = len(names)
-        body = lines[first + 1 :]
-        for k, fields in enumerate(csv.reader(io.StringIO("\n".join(body)))):
-            lineno = first + 2 + k
-            if not fields or not any(f.strip() for f in fields):
+        log = SkipLog(path, self.name, self.claimed_by)
+
+        body = lines.slice(first + 1)
+        rows = ~blank[first + 1 :]
+        quoted = pc.match_substring(body, '"').to_numpy(zero_copy_only=False) & rows
+        parts = pc.split_pattern(body, ",")
+        counts = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
+        plain_ok = rows & ~quoted & (counts == width)
+        wrong = {int(i): str(counts[i]) for i in np.flatnonzero(rows & ~quoted & (counts != width))}
+        q_idx: list[int] = []
+        q_vals: list[list[str]] = [[] for _ in picks]
+        for i in np.flatnonzero(quoted):
+            fields = _split(body[int(i)].as_py())
+            if fields is None or len(fields) != width:
+                wrong[int(i)] = "an unreadable row" if fields is None else str(len(fields))
                 continue
-            if len(fields) != width:
-                log.skip(lineno, body[k], f"expected {width} fields, got {len(fields)}")
-                continue
-            rows.append(fields)
-            linenos.append(lineno)
-        raw = pd.DataFrame(rows, columns=range(width), dtype=str) if rows else pd.DataFrame(columns=range(width))
+            q_idx.append(int(i))
+            for out, c in zip(q_vals, picks, strict=True):
+                out.append(fields[c])
+        for i in sorted(wrong):
+            log.skip(first + 2 + i, body[i].as_py(), f"expected {width} fields, got {wrong[i]}")
+
+        kept = parts.filter(pa.array(plain_ok))
+        idx = np.flatnonzero(plain_ok)
+        columns = [pc.list_element(kept, c) if len(kept) else pa.array([], pa.large_string()) for c in picks]
+        if q_idx:
+            idx = np.concatenate([idx, np.asarray(q_idx, dtype=np.int64)])
+            order = pa.array(np.argsort(idx, kind="stable"))
+            columns = [
+                pa.concat_arrays([col, pa.array(q, pa.large_string())]).take(order)
+                for col, q in zip(columns, q_vals, strict=True)
+            ]
+            idx = np.sort(idx, kind="stable")
         frame = pd.DataFrame(
-            {
-                "start_s": _times(raw[cols["start"]].astype(str)),
-                "input_tokens": pd.to_numeric(raw[cols["input"]], errors="coerce"),
-                "output_tokens": pd.to_numeric(raw[cols["output"]], errors="coerce"),
-            }
+            {"start_s": _times(columns[0]), "input_tokens": _tokens(columns[1]), "output_tokens": _tokens(columns[2])}
         )
         if end_col is not None:
-            frame["end_s"] = _times(raw[end_col].astype(str))
+            frame["end_s"] = _times(columns[3])
         elif dur_col is not None:
-            frame["end_s"] = frame["start_s"] + pd.to_numeric(raw[dur_col], errors="coerce") * dur_scale
+            end = frame["start_s"].to_numpy() + _numbers(columns[3]) * DURATION[names[dur_col]]
+            frame["end_s"] = np.where(np.isfinite(end), end, np.nan)
         else:
             frame["end_s"] = np.nan
-        tok = frame[["input_tokens", "output_tokens"]]
-        bad = frame["start_s"].isna() | tok.isna().any(axis=1) | (tok < 0).any(axis=1)
-        bad |= (tok.fillna(0) % 1 != 0).any(axis=1)
-        for i in np.flatnonzero(bad.to_numpy()):
-            log.skip(linenos[i], ",".join(rows[i]), "unparsable time or token count")
-        frame = frame.loc[~bad.to_numpy()]
+        bad = frame[["start_s", "input_tokens", "output_tokens"]].isna().any(axis=1).to_numpy()
+        for i in idx[bad]:
+            log.skip(first + 2 + int(i), body[int(i)].as_py(), "unparsable time or token count")
+        frame = frame.loc[~bad]
         notes = [] if end_col is not None or dur_col is not None else ["no end times in the trace"]
         return finish_trace(
             path,

@@ -33,6 +33,8 @@ def detect_format(path: str | Path) -> str:
     p = Path(path)
     check_readable(p)
     lines = head_lines(p)
+    if not lines:  # bytes.strip() kept what str.strip() drops (e.g. \x1c), or only part of a BOM
+        raise TraceError(f"{p}: trace file has no text lines")
     for name, reader in TRACE_FORMATS.items():
         if reader.sniff(lines):
             return name

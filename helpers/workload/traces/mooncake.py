@@ -4,6 +4,7 @@ Each line: ``{"timestamp": <ms from trace start>, "input_length": N, "output_len
 "hash_ids": [h0, h1, ...]}``, where ``h_j`` identifies the content of prompt tokens
 ``[512 j, 512 (j + 1))``. Equal hashes at the same position mean equal content; the profile treats a
 block as reusable only when the whole chain up to it matches an earlier request's.
+A line whose number of hash ids is not ``ceil(input_length / 512)`` is skipped and reported.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from helpers.workload.traces.base import JsonLinesReader, Trace, finish_trace
 
 MOONCAKE_BLOCK_TOKENS = 512
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+
+
+def blocks_needed(input_tokens: np.ndarray | int) -> np.ndarray | int:
+    """Hash ids a prompt of ``input_tokens`` has: one per started 512-token block."""
+    return -(-input_tokens // MOONCAKE_BLOCK_TOKENS)
 
 
 def _fast(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] | None:
@@ -60,6 +66,8 @@ def _fast(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] | None:
     )
     offsets = hashes.offsets.to_numpy().astype(np.int64)
     values = hashes.values.to_numpy().astype(np.int64)
+    if not np.array_equal(np.diff(offsets), blocks_needed(frame["input_tokens"].to_numpy())):
+        return None  # the line-by-line reader names the inconsistent lines
     return frame, values[offsets[0] : offsets[-1]], offsets - offsets[0]
 
 
@@ -111,6 +119,11 @@ class MooncakeReader(JsonLinesReader):
                             nonneg_int(obj["output_length"], "output_length"),
                         )
                         block_ids = np.asarray(h, dtype=np.int64)
+                        if len(h) != blocks_needed(row[1]):
+                            raise ValueError(
+                                f"{len(h)} hash_ids for input_length {row[1]}, which needs "
+                                f"{blocks_needed(row[1])} blocks of {MOONCAKE_BLOCK_TOKENS} tokens"
+                            )
                     except (ValueError, OverflowError) as err:
                         log.skip(lineno, line, str(err))
                         continue

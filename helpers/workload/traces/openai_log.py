@@ -12,6 +12,9 @@ Accepted keys (the request may also sit under ``request`` or ``body``, the respo
 - end, optional: ``end_time``, or ``latency_s`` / ``duration_s`` / ``latency_ms`` / ``duration_ms``;
 - conversation, optional: ``conversation_id`` or ``session_id``.
 
+Besides the usual columns, the requests carry ``line`` (the line number in the file) and, when the
+prompt starts with system messages, ``system_id`` (a hash of their text: equal ids, equal system prompt).
+
 With a tokenizer the prompt is rendered as the model folders' chat template does (each message's
 content followed by a space), cut into KV-cache blocks of ``block_size`` tokens, and each full
 block is hashed by the text of its tokens (robust to tokenizers that map unknown words to one id).
@@ -109,6 +112,7 @@ def _parse(obj: dict[str, Any]) -> dict[str, Any]:
         else None,
         "response_text": _response_text(resp, obj),
         "conversation": next((str(obj[k]) for k in CONVERSATION_KEYS if k in obj), None),
+        "system_id": hashlib.blake2b(text[:system_chars].encode(), digest_size=8).hexdigest() if system_chars else None,
     }
 
 
@@ -214,6 +218,9 @@ class OpenAILogReader(JsonLinesReader):
             frame["system_tokens"] = np.array([r["system_tokens"] for r in kept], dtype=np.int64)
         if any(r["conversation"] is not None for r in kept):
             frame["conversation"] = [r["conversation"] for r in kept]
+        frame["line"] = np.array([r["line"] for r in kept], dtype=np.int64)
+        if any(r["system_id"] is not None for r in kept):
+            frame["system_id"] = [r["system_id"] for r in kept]
         if frame["end_s"].isna().all():
             notes.append("no end times in the log")
         return finish_trace(

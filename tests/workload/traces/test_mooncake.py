@@ -66,3 +66,20 @@ def test_nothing_valid(tmp_path):
     p.write_text('{"hash_ids": [1]}\n')
     with pytest.raises(TraceError, match=r"none\.jsonl: no valid requests \(1 lines skipped; first: line 1: missing"):
         load_trace(p)
+
+
+def test_hash_ids_inconsistent_with_input_length_are_skipped_by_line(tmp_path):
+    good = (FIX / "mooncake_small.jsonl").read_text().splitlines()
+    p = tmp_path / "inconsistent.jsonl"
+    bad = [
+        '{"timestamp": 9000, "input_length": 2048, "output_length": 5, "hash_ids": [1, 2]}',
+        '{"timestamp": 9001, "input_length": 100, "output_length": 5, "hash_ids": [1, 2]}',
+    ]
+    p.write_text("\n".join(good[:2] + bad + good[2:]) + "\n")
+    t = load_trace(p)
+    assert len(t) == len(good) and t.skipped == 2
+    assert t.skipped_examples == [
+        "line 3: 2 hash_ids for input_length 2048, which needs 4 blocks of 512 tokens",
+        "line 4: 2 hash_ids for input_length 100, which needs 1 blocks of 512 tokens",
+    ]
+    assert _blocks(t) == _blocks(load_trace(FIX / "mooncake_small.jsonl"))

@@ -82,3 +82,12 @@ def test_nested_request_response_and_prompt_text(tmp_path):
     assert t.requests["output_tokens"].tolist() == [2]
     assert t.requests["system_tokens"].tolist() == [0]
     assert list(np.diff(t.block_offsets)) == [1]
+
+
+def test_line_numbers_and_system_prompt_ids():
+    t = load_trace(FIX / "openai_chat.jsonl", model_dir=TINY, block_size=4)
+    assert list(t.requests["line"]) == [1, 2, 3]
+    ids = list(t.requests["system_id"])
+    assert len(set(ids)) == 1 and len(ids[0]) == 16  # the same system prompt in every line
+    plain = load_trace(FIX / "openai_usage.jsonl")
+    assert "system_id" not in plain.requests and list(plain.requests["line"]) == [1, 2]

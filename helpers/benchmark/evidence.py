@@ -1,0 +1,184 @@
+"""Step 5's decision evidence for one running engine: its SLA capacity, then repeated trials at it.
+
+After the grid, ``measure_evidence`` searches the highest sustained load at which the SLA holds
+(``helpers.benchmark.capacity``, open-loop Poisson arrivals by default) and then repeats trials at that
+load until the 95% interval of throughput is within ``evidence.trials.target_rel_ci`` of the mean, or
+the trial cap is reached. Every probe and trial is a ``Point`` saved as it finishes (phases ``search``
+and ``trial``): a re-run resumes the search from its probes and keeps finished trials. The prefix cache
+is reset before each trial where the engine has an endpoint for it, unless the workload shares
+prefixes (then caching is what is measured). Warm-up requests open each trial and are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import httpx
+
+from helpers.benchmark.capacity import CapacitySearch, Probe, measurement_from_load
+from helpers.benchmark.stats import enough_trials
+from helpers.run.records import CapacitySummary, EngineResult, Point
+
+if TYPE_CHECKING:
+    from helpers.benchmark.run import EngineRun
+
+
+def probe_requests(run: EngineRun, load: float) -> int:
+    """Requests of one probe or trial: about ``probe_seconds`` of arrivals, within the configured bounds."""
+    s = run.cfg.evidence.search
+    want = load * s.probe_seconds if s.axis == "rate" else load * max(2, s.probe_seconds / 5)
+    return int(min(s.max_requests, max(s.min_requests, math.ceil(want))))
+
+
+def start_load(result: EngineResult, run: EngineRun) -> float:
+    """The search's first load: configured, else what the lowest grid point sustained (surely served)."""
+    s = run.cfg.evidence.search
+    if s.start is not None:
+        return s.start
+    sweep = sorted((p for p in result.points if p.phase == "sweep" and p.requests > 0), key=lambda p: p.concurrency)
+    if s.axis == "concurrency":
+        return float(sweep[0].concurrency) if sweep else 1.0
+    return max(0.05, sweep[0].req_s) if sweep else 1.0
+
+
+def _reset_cache(run: EngineRun) -> str | None:
+    """Ask the engine to drop its prefix cache; None when done, else why not."""
+    path = run.adapter.cache_reset_path
+    if not path or run.handle is None:
+        return "the engine has no prefix-cache reset endpoint"
+    try:
+        r = httpx.post(run.handle.base_url + path, headers=run.handle.headers, timeout=30.0)
+        r.raise_for_status()
+    except httpx.HTTPError as err:
+        return f"prefix-cache reset failed ({err})"
+    return None
+
+
+def resets_cache(run: EngineRun) -> bool:
+    """Whether trials start from an empty prefix cache (config, else: unless prompts share a prefix)."""
+    t, wl = run.cfg.evidence.trials, run.cfg.workload
+    if t.reset_prefix_cache is not None:
+        return t.reset_prefix_cache
+    return wl.shared_prefix_tokens == 0 and wl.source.kind == "synthetic"
+
+
+async def search(run: EngineRun) -> CapacitySummary | None:
+    """The capacity search on the running engine; None if the engine died (the result row says why)."""
+    s, result = run.cfg.evidence.search, run.result
+    reuse = [Probe.model_validate(p.probe) for p in run.stored_points("search") if p.probe]
+    machine = CapacitySearch(
+        start_load(result, run),
+        run.cfg.sla,
+        axis=s.axis,
+        growth=s.growth,
+        tolerance=s.tolerance,
+        max_probes=s.max_probes,
+        min_sustained_ratio=s.min_sustained_ratio,
+        reuse=reuse,
+    )
+    while (load := machine.next_load()) is not None:
+        probe = machine.take_reused(load)
+        if probe is None:
+            attempt = sum(1 for p in machine.probes if p.load == load)
+            got = await run.measure_load(
+                phase="search", load=load, tag=f"{load:.5g}-{attempt}", requests=probe_requests(run, load)
+            )
+            if got is None:
+                return None
+            point, res, queue = got
+            probe = machine.record(measurement_from_load(res, load=load, axis=s.axis, queue_samples=queue or None))
+            point.probe, point.verdict = probe.model_dump(mode="json"), probe.why
+            run.save(point, tag=f"{load:.5g}-{attempt}")
+            run.result.points.append(point)
+        else:
+            machine.record(probe)
+        run.say(f"{result.label}: capacity probe {load:.4g} → {'pass' if probe.passed else 'fail'}: {probe.why}")
+    found = machine.result()
+    return CapacitySummary(
+        axis=found.axis,
+        capacity=found.capacity,
+        bracket_low=found.bracket_low,
+        bracket_high=found.bracket_high,
+        bounded=found.bounded,
+        converged=found.converged,
+        tolerance=found.tolerance,
+        note=found.note,
+        probes=[p.model_dump(mode="json") for p in found.probes],
+    )
+
+
+def _trials_meet_sla(run: EngineRun, done: list[Point]) -> bool:
+    """Whether the trials, on average, hold the SLA (the representative's own test)."""
+    ttft = [p.ttft_ms_p95 for p in done if p.ttft_ms_p95 is not None]
+    sla = run.cfg.sla
+    errors_ok = all(p.errors <= sla.max_error_share * (p.requests + p.errors) for p in done)
+    return bool(ttft) and sum(ttft) / len(ttft) <= sla.ttft_p95_ms and errors_ok
+
+
+async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, notes: list[str]) -> list[Point] | None:
+    """Trials at ``load`` until the throughput interval is tight enough; None if the engine died."""
+    t = run.cfg.evidence.trials
+    done: list[Point] = []
+    for i in range(t.max_trials):
+        tag = f"t{i}" if round_ == 0 else f"s{round_}-t{i}"
+        stored = run.stored_point("trial", tag)
+        if stored is None or stored.offered_rate not in (None, load):
+            if reset and (why := _reset_cache(run)):
+                notes.append(why)
+                reset = False
+            got = await run.measure_load(
+                phase="trial", load=load, tag=tag, requests=probe_requests(run, load), warmup=t.warmup_requests
+            )
+            if got is None:
+                return None
+            stored = got[0]
+            stored.trial = i
+            run.save(stored, tag=tag)
+        done.append(stored)
+        stop, why = enough_trials([p.output_tok_s for p in done], t.target_rel_ci, t.min_trials, t.max_trials)
+        if stop:
+            notes.append(why)
+            break
+    return done
+
+
+async def trials(run: EngineRun, cap: CapacitySummary, max_steps_down: int = 2) -> bool:
+    """Repeated trials at the capacity; False if the engine died.
+
+    A single probe decided the capacity, so the trials confirm it: when they miss the SLA on average,
+    the load steps down by the search's tolerance and the trials are repeated there (at most
+    ``max_steps_down`` times); the trials that stand are the last ones, and the note says so.
+    """
+    load = cap.capacity
+    if load is None:
+        cap.trials_note = "no load met the SLA: nothing to repeat"
+        return True
+    reset, notes = resets_cache(run), []
+    for round_ in range(max_steps_down + 1):
+        done = await _trials_at(run, load, round_, reset, notes)
+        if done is None:
+            return False
+        if _trials_meet_sla(run, done) or round_ == max_steps_down:
+            break
+        notes.append(f"trials at {load:.4g} missed the SLA on average: stepped down")
+        for p in done:
+            p.phase = "search"  # kept as evidence of the edge, no longer the representative's trials
+            run.save(p, tag=f"{p.offered_rate or p.concurrency:.5g}-trial{p.trial}")
+        run.result.points.extend(done)
+        load = load * (1 - cap.tolerance) if cap.axis == "rate" else max(1.0, load - 1)
+    run.result.points.extend(done)
+    cap.trial_load = load
+    cache = "prefix cache reset before each trial" if reset else "prefix cache kept between trials"
+    cap.trials_note = "; ".join([f"{len(done)} trial(s) at {load:.4g}, {cache}", *dict.fromkeys(notes)])
+    return True
+
+
+async def measure_evidence(run: EngineRun) -> bool:
+    """Search the capacity and repeat trials at it; record it on the result. False if the engine died."""
+    cap = await search(run)
+    if cap is None:
+        return False
+    ok = await trials(run, cap)
+    run.result.capacity = cap
+    return ok

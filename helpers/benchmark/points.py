@@ -1,0 +1,79 @@
+"""Step 5's point-level pieces: the prompts of one load, the cold-start request, a ``Point`` from a load's figures."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+
+from helpers.benchmark.sla import meets_sla
+from helpers.core.config import EngineSpec, PlaybookConfig
+from helpers.launchers.server import ServerHandle
+from helpers.measure.loadgen import LoadResult
+from helpers.measure.prompts import RequestShape, write_dataset
+from helpers.run.records import Point
+from helpers.workload.levels import workload_shapes
+
+
+def prepare_dataset(cfg: PlaybookConfig, run_dir: Path, key: str, n: int | None = None) -> Path:
+    """The prompts of one load level, written once per run and replayed by every engine.
+
+    Each level gets its own prompts (seeded by ``key``) so that a later level never hits the
+    prefix cache on an earlier level's prompts; a shared system prompt stays shared.
+    """
+    path = Path(run_dir) / "data" / f"prompts-{key}.jsonl"
+    if not path.is_file():
+        shapes: list[RequestShape] = workload_shapes(cfg, run_dir, n)
+        seed = sum(ord(ch) * (i + 1) for i, ch in enumerate(key))
+        write_dataset(shapes, cfg.model.directory, path, seed=seed)
+    return path
+
+
+def first_request(handle: ServerHandle, served_model: str, timeout_s: float) -> float:
+    """Send one short completion and return seconds since launch when it completed."""
+    body = {"model": served_model, "prompt": "w3 w4 w5 w6", "max_tokens": 1}
+    r = httpx.post(handle.base_url + "/v1/completions", json=body, headers=handle.headers, timeout=timeout_s)
+    r.raise_for_status()
+    return time.monotonic() - handle.started_at
+
+
+def goodput(req_s: float, ttft_values_ms: list[float], sla_ms: float) -> float | None:
+    """Requests/s that met the TTFT SLA: the throughput times the share of completed requests within it.
+
+    Over the same window and denominator as ``req_s``, so goodput never exceeds throughput.
+    """
+    if not ttft_values_ms:
+        return None
+    return req_s * sum(1 for t in ttft_values_ms if t <= sla_ms) / len(ttft_values_ms)
+
+
+def point_from(spec: EngineSpec, cfg: PlaybookConfig, c: int, phase: str, res: LoadResult, knobs: dict) -> Point:
+    """The ``Point`` of one load's guidellm figures (SLA verdict by ``benchmark.sla.meets_sla``)."""
+    p95 = res.ttft_ms.get("p95")
+    point = Point(
+        label=spec.label,
+        engine=spec.engine,
+        concurrency=c,
+        phase=phase,  # type: ignore[arg-type]
+        knobs=knobs,
+        requests=res.requests,
+        errors=res.errors,
+        incomplete=res.incomplete,
+        duration_s=res.duration_s,
+        input_tokens_mean=res.input_tokens_mean,
+        output_tokens_mean=res.output_tokens_mean,
+        output_tok_s=res.output_tok_s,
+        total_tok_s=res.total_tok_s,
+        req_s=res.req_s,
+        ttft_ms_p50=res.ttft_ms.get("p50"),
+        ttft_ms_p95=p95,
+        ttft_ms_p99=res.ttft_ms.get("p99"),
+        itl_ms_p50=res.itl_ms.get("p50"),
+        itl_ms_p95=res.itl_ms.get("p95"),
+        e2e_ms_p50=res.e2e_ms.get("p50"),
+        e2e_ms_p95=res.e2e_ms.get("p95"),
+        goodput_req_s=goodput(res.req_s, res.ttft_values_ms, cfg.sla.ttft_p95_ms),
+    )
+    point.sla_met = meets_sla(point, cfg.sla)
+    return point

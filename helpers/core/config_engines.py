@@ -1,0 +1,154 @@
+"""Config sections of the model and the engine configurations: model folder, knobs, launcher, engine spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from helpers.core.config_base import PositiveInt, _Strict
+from helpers.core.paths import resolve_model_dir
+from helpers.core.text import unknown_choice
+from helpers.engines import ENGINES
+from helpers.launchers import LAUNCHERS
+
+
+class ModelSpec(_Strict):
+    """The model under test: a folder with ``config.json`` and a tokenizer (weights optional)."""
+
+    path: str = Field(description="Model folder: absolute, relative to cwd, or a name under playbook/models.")
+    served_name: str | None = Field(default=None, description="Name the engine serves it under; defaults to path.")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        default="auto", description="Activation/weight dtype the engine is asked for."
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _model_dir_exists(cls, v: str) -> str:
+        d = resolve_model_dir(v)
+        if not (d / "config.json").is_file():
+            hint = "; real-weight folders are made by `playbook setup-model NAME`" if ".engines" in v else ""
+            raise ValueError(f"model folder {v!r} has no config.json (looked in {d}){hint}")
+        return v
+
+    @property
+    def directory(self) -> Path:
+        """The resolved model folder."""
+        return resolve_model_dir(self.path)
+
+
+DEFAULT_MEMORY_FRACTION = 0.9
+"""Share of GPU memory an engine is assumed to take when a configuration does not set one (vLLM's default)."""
+
+
+class Speculative(_Strict):
+    """Speculative decoding: drafts from the prompt's own n-grams (no draft model) or from a draft model."""
+
+    method: Literal["ngram", "draft"] = Field(description="ngram (prompt lookup) or draft (a smaller model).")
+    num_tokens: PositiveInt = Field(default=4, description="Tokens drafted per step.")
+    draft_model: str | None = Field(default=None, description="Draft model folder (method: draft); same tokenizer.")
+    ngram_max: PositiveInt = Field(default=4, description="Longest n-gram looked up (method: ngram).")
+    ngram_min: PositiveInt | None = Field(default=None, description="Shortest n-gram looked up (vLLM only).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Speculative:
+        if self.method == "draft" and not self.draft_model:
+            raise ValueError("knobs.speculative.draft_model is required when method is 'draft'")
+        if self.method == "ngram" and self.draft_model:
+            raise ValueError("knobs.speculative.draft_model is only for method 'draft'")
+        if self.draft_model and not (resolve_model_dir(self.draft_model) / "config.json").is_file():
+            raise ValueError(f"knobs.speculative.draft_model {self.draft_model!r} has no config.json")
+        if self.ngram_min and self.ngram_min > self.ngram_max:
+            raise ValueError(f"knobs.speculative.ngram_min ({self.ngram_min}) exceeds ngram_max ({self.ngram_max})")
+        return self
+
+
+class Knobs(_Strict):
+    """Engine-neutral tuning knobs; each engine adapter maps them onto its own flags."""
+
+    max_num_seqs: PositiveInt | None = Field(default=None, description="Max concurrent sequences (batch size).")
+    max_batched_tokens: PositiveInt | None = Field(default=None, description="Max tokens per scheduler step.")
+    prefix_caching: bool | None = Field(default=None, description="Prefix caching on/off; None = engine default.")
+    kv_cache_dtype: Literal["auto", "fp8"] = Field(default="auto", description="KV-cache dtype.")
+    quantization: Literal["none", "fp8"] = Field(default="none", description="Weight quantization.")
+    tensor_parallel: PositiveInt = Field(default=1, description="Tensor-parallel size (GPUs).")
+    memory_fraction: float | None = Field(
+        default=None, gt=0, le=1, description="Share of GPU memory the engine may take."
+    )
+    dummy_weights: bool = Field(default=True, description="Serve random weights from config.json only.")
+    max_model_len: PositiveInt | None = Field(default=None, description="Max context length.")
+    speculative: Speculative | None = Field(default=None, description="Speculative decoding (needs real weights).")
+
+    @model_validator(mode="after")
+    def _speculative_needs_real_weights(self) -> Knobs:
+        if self.speculative is not None and self.dummy_weights:
+            raise ValueError(
+                "knobs.speculative needs real weights: with dummy_weights: true the drafts are random and "
+                "never accepted, so acceptance rate and speedup mean nothing; set dummy_weights: false"
+            )
+        return self
+
+
+class LauncherSpec(_Strict):
+    """How an engine process is started: a Python interpreter, a container image, or an existing endpoint."""
+
+    kind: str = Field(default="python", description="Registered launcher: python, docker or endpoint.")
+    python: str | None = Field(
+        default=None, description="Interpreter that has the engine (python launcher); relative to the repo."
+    )
+    pythonpath: list[str] = Field(default_factory=list, description="Folders put first on PYTHONPATH.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+    image: str | None = Field(default=None, description="Container image (docker launcher).")
+    url: str | None = Field(default=None, description="Base URL of a running server (endpoint launcher).")
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of the environment variable holding the API key; never the key itself.",
+    )
+
+    @field_validator("kind")
+    @classmethod
+    def _known_launcher(cls, v: str) -> str:
+        if v not in LAUNCHERS:
+            raise ValueError(unknown_choice("launcher", v, LAUNCHERS))
+        return v
+
+
+class EngineSpec(_Strict):
+    """One engine configuration to benchmark."""
+
+    label: str = Field(description="Name of this configuration in tables and plots.")
+    engine: str = Field(description="Registered engine adapter: vllm, vllm-cpu, sglang, trtllm, lmdeploy or endpoint.")
+    launcher: LauncherSpec = Field(default_factory=LauncherSpec)
+    knobs: Knobs = Field(default_factory=Knobs)
+    extra_args: list[str] = Field(default_factory=list, description="Extra command-line flags, passed as given.")
+    engine_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="Engine-specific settings the adapter understands (trtllm: backend: pytorch | tensorrt; "
+        "lmdeploy: backend: turbomind | pytorch, weights: random).",
+    )
+    startup_timeout_s: float = Field(default=600, gt=0, description="Seconds to wait for health after launch.")
+    tune_max_num_seqs: list[PositiveInt] = Field(
+        default_factory=list,
+        description="Batch sizes to try at the target concurrency; the best within the SLA is the tuned config.",
+    )
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, v: str) -> str:
+        if v not in ENGINES:
+            raise ValueError(unknown_choice("engine", v, ENGINES))
+        return v
+
+    @model_validator(mode="after")
+    def _launcher_complete(self) -> EngineSpec:
+        """The launcher has what its kind needs, and the engine can do what is asked (errors name the engine)."""
+        LAUNCHERS[self.launcher.kind].check_spec(self.launcher)
+        ENGINES[self.engine].check_spec(self)
+        methods = ENGINES[self.engine].speculative_methods
+        if self.knobs.speculative is not None and self.knobs.speculative.method not in methods:
+            raise ValueError(
+                f"knobs.speculative.method {self.knobs.speculative.method!r} is not supported by engine "
+                f"{self.engine!r} (supported: {', '.join(sorted(methods)) or 'none'})"
+            )
+        return self

@@ -1,0 +1,150 @@
+"""The record of step 6: every priced measurement, each configuration's representative, the fleet and break-even.
+
+Rows are typed; ``rows_of`` turns the computing functions' DataFrames into them (NaN and pandas' NA
+become None), and ``frame`` turns a list of rows back into a DataFrame for tables and plots.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from helpers.run.records import Artifact
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PricedPoint(_Row):
+    """One measured point, priced (seed 003 §4.4)."""
+
+    label: str
+    engine: str
+    family: str = ""
+    status: str = ""
+    phase: str | None = None
+    concurrency: int | None = None
+    knobs: str | None = None
+    gpus_per_replica: int | None = None
+    price_per_hour: float | None = None
+    priced_as: str | None = None
+    price_source: str | None = None
+    output_tok_s: float | None = None
+    total_tok_s: float | None = None
+    ttft_ms_p95: float | None = None
+    within_sla: bool | None = None
+    usd_per_hour: float | None = None
+    usd_per_mtok_output: float | None = None
+    usd_per_mtok_total: float | None = None
+
+
+class PricedRepresentative(PricedPoint):
+    """A configuration's representative measurement (``helpers.benchmark.sla``), priced."""
+
+    points: int = 0
+    sla_share: float = 0.0
+    meets_sla: bool = False
+    representative: str = Field(default="", description="Identity of the representative measurement.")
+    request_rate: float | None = Field(default=None, description="Sustained req/s of the representative.")
+    output_tok_s_low: float | None = None
+    output_tok_s_high: float | None = None
+    request_rate_low: float | None = None
+    request_rate_high: float | None = None
+    source: str = Field(default="grid", description="capacity (search + trials) or grid (one grid point).")
+
+
+class FleetRow(_Row):
+    """Replicas and GPUs to serve the demand within the SLA, and the monthly TCO, of one configuration."""
+
+    label: str
+    engine: str
+    family: str = ""
+    status: str = ""
+    meets_sla: bool = False
+    representative: str = Field(default="", description="Identity of the representative measurement sized from.")
+    concurrency: int | None = None
+    request_rate: float | None = Field(default=None, description="Sustained req/s per replica within the SLA.")
+    output_tok_s: float | None = None
+    ttft_ms_p95: float | None = None
+    sla_share: float | None = None
+    priced_as: str | None = None
+    usd_per_mtok_output: float | None = None
+    gpus_per_replica: int | None = None
+    price_per_hour: float | None = None
+    demand_output_tok_s: float | None = None
+    demand_concurrency: float | None = None
+    demand_requests_per_s: float | None = None
+    sizing_basis: str = ""
+    replicas: int | None = None
+    replicas_low: int | None = Field(default=None, description="Replicas at the capacity CI's upper end.")
+    replicas_high: int | None = Field(default=None, description="Replicas at the capacity CI's lower end.")
+    gpus: int | None = None
+    gpu_monthly_usd: float | None = None
+    build_s: float | None = None
+    build_source: str = ""
+    rebuilds_per_month: float | None = None
+    base_ops_hours: float | None = None
+    ops_hours_source: str = ""
+    ops_hours_per_month: float | None = None
+    ops_monthly_usd: float | None = None
+    tco_monthly_usd: float | None = None
+
+
+class BreakEvenRow(_Row):
+    """The sustained traffic at which a faster-but-harder configuration pays for its operations cost."""
+
+    harder: str
+    easier: str
+    harder_family: str = ""
+    easier_family: str = ""
+    extra_ops_usd_month: float | None = None
+    gpu_saving_per_token_pct: float | None = None
+    break_even_output_tok_s: float | None = None
+    break_even_mtok_month: float | None = None
+    break_even_requests_per_s: float | None = None
+    break_even_gpus_easier: float | None = None
+    demand_output_tok_s: float | None = None
+    pays_off_now: bool | None = None
+    verdict: str = ""
+
+
+class Demand(_Row):
+    """The traffic the fleet is sized for, and where it comes from."""
+
+    output_tok_s: float | None = None
+    concurrency: float | None = None
+    requests_per_s: float | None = None
+    output_tokens_mean: float
+    source: str = "none"
+    basis: str
+
+
+class CostAnalysis(Artifact):
+    """Step 6's record, read by the decision (step 7), the rollout (step 10) and the run summary."""
+
+    artifact: ClassVar[str] = "cost.json"
+
+    points: list[PricedPoint] = Field(default_factory=list)
+    best: list[PricedRepresentative] = Field(default_factory=list)
+    fleet: list[FleetRow] = Field(default_factory=list)
+    break_even: list[BreakEvenRow] = Field(default_factory=list)
+    demand: Demand
+
+    def fleet_row(self, label: str) -> FleetRow | None:
+        """The fleet sizing of configuration ``label``."""
+        return next((f for f in self.fleet if f.label == label), None)
+
+
+def rows_of(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A DataFrame's rows as plain JSON values (NaN/NA → None, numpy scalars → Python)."""
+    return json.loads(df.to_json(orient="records")) if not df.empty else []
+
+
+def frame(rows: list[BaseModel] | list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows back as a DataFrame (None stays missing)."""
+    data = [r.model_dump() if isinstance(r, BaseModel) else r for r in rows]
+    return pd.DataFrame(data)

@@ -1,0 +1,172 @@
+"""The batch's record and page (``reports/batch-<id>/batch.json``, ``index.html``) and the list of batches.
+
+``batches_section`` is the short list of batches that ``reports/index.html`` shows.
+
+The page has one table (a row per cell: its axis values, state, primary engine, $/M output tokens, its
+reason when it failed, a link to its report) and one chart ($/M output tokens per cell, bars named by the
+primary engine), embedded as a PNG so the page is one file that opens offline.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+from typing import Literal
+
+from matplotlib.figure import Figure
+from pydantic import BaseModel, ConfigDict, Field
+
+from helpers.report.notebook import esc
+from helpers.run.records import write_json_atomic
+from helpers.tools.batch.progress import duration_text
+
+CellStatus = Literal["ok", "failed", "running", "pending"]
+RECORD = "batch.json"
+
+
+class CellRow(BaseModel):
+    """One cell as the batch index shows it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cell: str
+    run_id: str
+    values: dict[str, str] = Field(default_factory=dict, description="Value name per axis.")
+    status: CellStatus = "pending"
+    kept: bool = Field(default=False, description="Finished in an earlier batch run and kept.")
+    reason: str | None = None
+    primary: str | None = None
+    primary_engine: str | None = None
+    primary_version: str | None = None
+    usd_per_mtok: float | None = Field(default=None, description="$/M output tokens of the primary.")
+    output_tok_s: float | None = None
+    seconds: float | None = None
+    where: str | None = None
+    report: str | None = Field(default=None, description="Link to the cell's report, relative to the batch page.")
+
+
+class BatchRecord(BaseModel):
+    """``batch.json``: the batch and every cell's row."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = Field(default=1, alias="schema")
+    batch: str
+    name: str
+    description: str = ""
+    source: str
+    executor: str
+    address: str | None = None
+    updated_utc: str
+    axes: list[str] = Field(default_factory=list)
+    cells: list[CellRow] = Field(default_factory=list)
+
+
+def read_record(batch_dir: Path) -> BatchRecord | None:
+    """A batch folder's ``batch.json``, or None if it is missing or unreadable."""
+    try:
+        return BatchRecord.model_validate(json.loads((Path(batch_dir) / RECORD).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def chart_figure(record: BatchRecord) -> Figure:
+    """$/M output tokens of each cell's primary, one horizontal bar per cell (a failed cell: a labelled gap)."""
+    cells = list(reversed(record.cells))
+    fig = Figure(figsize=(8, 0.5 * len(cells) + 1.4))
+    ax = fig.subplots()
+    values = [c.usd_per_mtok or 0.0 for c in cells]
+    ax.barh(range(len(cells)), values, color=["#4c72b0" if c.usd_per_mtok else "#cccccc" for c in cells])
+    top = max(values, default=0.0) or 1.0
+    for i, c in enumerate(cells):
+        missing = "no $/Mtok" if c.status == "ok" else c.status
+        who = c.primary if c.primary == c.primary_engine else f"{c.primary} ({c.primary_engine})"
+        text = f"{who}: ${c.usd_per_mtok:,.3f}" if c.usd_per_mtok else missing
+        ax.text((c.usd_per_mtok or 0.0) + top * 0.01, i, text, va="center", fontsize=8)
+    ax.set_yticks(range(len(cells)), [c.cell for c in cells], fontsize=8)
+    ax.set_xlim(0, top * 1.6)
+    ax.set_xlabel("$ per million output tokens (primary engine)")
+    ax.set_title(f"{record.name}: cost per cell")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def chart_png(record: BatchRecord) -> bytes:
+    """The chart as PNG bytes."""
+    buf = io.BytesIO()
+    chart_figure(record).savefig(buf, format="png", dpi=90)
+    return buf.getvalue()
+
+
+def _money(v: float | None) -> str:
+    return "–" if v is None else f"${v:,.3f}"
+
+
+def index_html(record: BatchRecord) -> str:
+    """The batch page: counts, the chart, and the table of cells, each linked to its report."""
+    counts = {s: sum(1 for c in record.cells if c.status == s) for s in ("ok", "failed", "running", "pending")}
+    head = ["cell", *record.axes, "status", "primary", "$/M output tok", "output tok/s", "wall time", "ran on"]
+    head.append("report")
+    rows = []
+    for c in record.cells:
+        link = f"<a href='{esc(c.report)}'>{esc(c.run_id)}</a>" if c.report else esc(c.run_id)
+        status = esc(c.status + (" (kept)" if c.kept else ""))
+        status += f"<br><small>{esc(c.reason)}</small>" if c.reason else ""
+        primary = f"{c.primary} ({c.primary_engine} {c.primary_version or '?'})" if c.primary else "–"
+        cells = [
+            esc(c.cell),
+            *(esc(c.values.get(a, "")) for a in record.axes),
+            status,
+            esc(primary),
+            esc(_money(c.usd_per_mtok)),
+            esc("–" if c.output_tok_s is None else f"{c.output_tok_s:,.0f}"),
+            esc("–" if c.seconds is None else duration_text(c.seconds)),
+            esc(c.where or "–"),
+            link,
+        ]
+        rows.append(f"<tr class='pb-{esc(c.status)}'>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    png = base64.b64encode(chart_png(record)).decode("ascii")
+    at = f" at {esc(record.address)}" if record.address else ""
+    th = "".join(f"<th>{esc(h)}</th>" for h in head)
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Batch {esc(record.name)}</title>"
+        "<style>body{font-family:sans-serif;max-width:1300px;margin:auto}table{border-collapse:collapse;font-size:13px}"
+        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f2f2f2}"
+        ".pb-failed td{background:#fdecea}</style></head><body>"
+        f"<h1>Batch {esc(record.name)}</h1><p>{esc(record.description)}</p>"
+        f"<p>{len(record.cells)} cell(s): {counts['ok']} ok, {counts['failed']} failed, {counts['running']} running, "
+        f"{counts['pending']} pending. Executor {esc(record.executor)}{at};"
+        f" matrix {esc(record.source)}; updated {esc(record.updated_utc)}. <a href='../index.html'>All runs</a></p>"
+        f"<img alt='$ per million output tokens per cell' src='data:image/png;base64,{png}'>"
+        f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        "</body></html>"
+    )
+
+
+def write_batch_index(batch_dir: Path, record: BatchRecord) -> Path:
+    """Write ``batch.json`` and ``index.html`` into the batch folder; return the page's path."""
+    batch_dir = Path(batch_dir)
+    batch_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(batch_dir / RECORD, record.model_dump(mode="json", by_alias=True))
+    page = batch_dir / "index.html"
+    page.write_text(index_html(record), encoding="utf-8")
+    return page
+
+
+def batches_section(reports_dir: Path) -> str:
+    """The "Batches" section of ``reports/index.html``: one line per batch folder, linked; empty if none."""
+    items = []
+    for d in sorted(Path(reports_dir).glob("batch-*/")):
+        rec = read_record(d)
+        if rec is None:
+            continue
+        ok = sum(1 for c in rec.cells if c.status == "ok")
+        failed = sum(1 for c in rec.cells if c.status == "failed")
+        items.append(
+            f"<li><a href='{esc(d.name)}/index.html'>{esc(rec.name)}</a>: {len(rec.cells)} cell(s), {ok} ok, "
+            f"{failed} failed; executor {esc(rec.executor)}; updated {esc(rec.updated_utc)}</li>"
+        )
+    return f"<h2>Batches</h2><ul>{''.join(items)}</ul>" if items else ""

