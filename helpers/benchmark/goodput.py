@@ -23,4 +23,4 @@ def goodput_req_s(
     if not requests or req_s is None or req_s <= 0:
         return None
     good = sum(1 for t in ttft_values_ms if t is not None and t <= sla_ms)
-    return req_s * min(good, requests) / requests
+    return req_s * (min(good, requests) / requests)  # a share ≤ 1 first: the product cannot round above req_s

@@ -23,7 +23,7 @@ from helpers.core.text import knob_text
 from helpers.engines import ENGINES
 from helpers.model.gpu_specs import gpu_spec
 from helpers.model.reference_data import GPU_PRICES_FILE, FamilyFacts, load_engine_facts, load_gpu_prices
-from helpers.run.records import EngineResult, Point
+from helpers.run.records import EngineResult, Figure, Point
 from helpers.workload.facts import facts_of
 
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12
@@ -158,9 +158,19 @@ def best_points(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataFram
                 "usd_per_hour": hourly, "usd_per_mtok_output": cost_per_million(hourly, out),
                 "usd_per_mtok_total": cost_per_million(hourly, total), "points": len(grid_points(r)),
                 "sla_share": sla_share(r, cfg) or 0.0, "meets_sla": rep.meets_sla, "representative": rep.key,
+                "source": rep.source,
+                **_bounds("request_rate", rep.request_rate), **_bounds("output_tok_s", rep.output_tok_s, mean=False),
             }
         )  # fmt: skip
-    return pd.DataFrame(rows, columns=[*_COST_COLUMNS, "points", "sla_share", "meets_sla", "representative"])
+    extra = ["points", "sla_share", "meets_sla", "representative", "source", "request_rate", "request_rate_low",
+             "request_rate_high", "output_tok_s_low", "output_tok_s_high"]  # fmt: skip
+    return pd.DataFrame(rows, columns=[*_COST_COLUMNS, *extra])
+
+
+def _bounds(name: str, fig: Figure | None, mean: bool = True) -> dict[str, float | None]:
+    """``name`` (the mean, when asked), ``name_low`` and ``name_high`` of a figure (None where unknown)."""
+    out = {f"{name}_low": fig.low if fig else None, f"{name}_high": fig.high if fig else None}
+    return {name: fig.mean if fig else None, **out} if mean else out
 
 
 def traffic_demand(cfg: PlaybookConfig, profile: Any) -> dict[str, Any]:
@@ -193,6 +203,11 @@ def traffic_demand(cfg: PlaybookConfig, profile: Any) -> dict[str, Any]:
         "source": src or ("trace p99 concurrency" if conc else "none"),
         "basis": "; ".join(parts) or "no peak traffic given (workload.peak_requests_per_s) or measured: one replica",
     }
+
+
+def _num(v: Any) -> float | None:
+    """A finite number, or None (NaN and pandas' NA are missing)."""
+    return float(v) if v is not None and not pd.isna(v) else None
 
 
 def _ops_hours(label: str, engine: str, family: str, cfg: PlaybookConfig, facts: dict[str, FamilyFacts]):
@@ -234,9 +249,11 @@ def _measured_cold_starts(results: list[EngineResult]) -> dict[str, float]:
 def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: Any) -> pd.DataFrame:
     """Per configuration: replicas and GPUs to serve the peak within the SLA, monthly GPU, ops and TCO.
 
-    Replicas = max(ceil(demand tok/s ÷ tuned tok/s), ceil(p99 concurrency ÷ tuned concurrency)), one
-    when no peak is known; NaN when no point meets the SLA. Ops = (base hours + update hours) ×
-    engineer $/h + GPU time of the updates, where update hours = updates/month × models × build time.
+    With a measured SLA capacity (req/s per replica, from the search and its trials): replicas =
+    ceil(demand req/s ÷ capacity), and ``replicas_low``/``replicas_high`` from the capacity's 95% interval.
+    From a grid point: max(ceil(demand tok/s ÷ its tok/s), ceil(p99 concurrency ÷ its concurrency)).
+    One replica when no demand is known; None when the representative misses the SLA. Ops = (base
+    hours + update hours) × engineer $/h + GPU time of the updates (updates/month × models × build time).
     """
     facts = load_engine_facts()
     demand = traffic_demand(cfg, profile)
@@ -247,11 +264,18 @@ def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: Any
     for _, b in best_points(results, cfg).iterrows():
         r = by_label[b["label"]]
         family = b["family"]
-        needs = []
-        if demand["output_tok_s"]:
-            needs.append(math.ceil(demand["output_tok_s"] / b["output_tok_s"]))
-        if demand["concurrency"]:
-            needs.append(math.ceil(demand["concurrency"] / b["concurrency"]))
+        needs, low, high = [], None, None
+        by_rate = b["source"] == "capacity" and _num(b["request_rate"])
+        if by_rate and demand["requests_per_s"]:
+            needs.append(math.ceil(demand["requests_per_s"] / b["request_rate"]))
+            hi, lo = _num(b["request_rate_high"]), _num(b["request_rate_low"])
+            low = math.ceil(demand["requests_per_s"] / hi) if hi else None
+            high = math.ceil(demand["requests_per_s"] / lo) if lo and lo > 0 else None
+        elif not by_rate:
+            if demand["output_tok_s"]:
+                needs.append(math.ceil(demand["output_tok_s"] / b["output_tok_s"]))
+            if demand["concurrency"] and _num(b["concurrency"]):
+                needs.append(math.ceil(demand["concurrency"] / b["concurrency"]))
         replicas = (max(needs) if needs else 1) if b["meets_sla"] else None
         gpus = None if replicas is None else replicas * b["gpus_per_replica"]
         gpu_monthly = math.nan if gpus is None else gpus * b["price_per_hour"] * HOURS_PER_MONTH
@@ -268,6 +292,10 @@ def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: Any
                 "status": r.status,
                 "meets_sla": b["meets_sla"],
                 "representative": b["representative"],
+                "request_rate": _num(b["request_rate"]),
+                "demand_requests_per_s": demand["requests_per_s"],
+                "replicas_low": low if replicas is not None else None,
+                "replicas_high": high if replicas is not None else None,
                 "concurrency": b["concurrency"],
                 "output_tok_s": b["output_tok_s"],
                 "ttft_ms_p95": b["ttft_ms_p95"],

@@ -14,12 +14,13 @@ import pandas as pd
 
 from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
-from helpers.decision.tree import DISPLAY, DecisionResult, EngineScore, Phase, TreeStep, rank_candidates
+from helpers.decision.evidence import compare_best
+from helpers.decision.tree import DISPLAY, DecisionResult, EngineScore, Phase, TreeStep, rank_candidates, rubric
 from helpers.run.records import EngineResult
 from helpers.workload.facts import facts_of
 
 ROUND = {
-    "concurrency": 0, "output_tok_s": 0, "ttft_ms_p95": 0, "sla_share": 2, "usd_per_mtok_output": 3,
+    "concurrency": 0, "request_rate": 2, "output_tok_s": 0, "ttft_ms_p95": 0, "sla_share": 2, "usd_per_mtok_output": 3,
     "price_per_hour": 2, "gpus": 0, "gpu_monthly_usd": 0, "ops_monthly_usd": 0, "tco_monthly_usd": 0,
     "demand_output_tok_s": 0, "demand_concurrency": 0, "build_s": 0, "sla_ttft_p95_ms": 0,
     "extra_ops_usd_month": 0, "gpu_saving_per_token_pct": 1, "break_even_output_tok_s": 0,
@@ -67,6 +68,17 @@ def config_warnings(cfg: PlaybookConfig, profile: Any, tree_family: str, results
             "The profile shows heavy prefix reuse but the benchmark workload had no shared prefix "
             "(workload.shared_prefix_tokens = 0), so the measurements do not show prefix-cache gains."
         )
+    frequent_updates = cfg.cadence.updates_per_month >= cfg.decision.frequent_updates_per_month
+    if ratio is not None and ratio >= cfg.decision.prefix_reuse_threshold and frequent_updates:
+        w.append(
+            "Edge case the seed leaves to judgement (seed 003 §6.3): heavy prefix reuse (SGLang's case) with "
+            "frequent model updates (vLLM's case); weigh the measured prefix-cache gain against the update cost."
+        )
+    if cfg.sla.ttft_p95_ms < 100:
+        w.append(
+            f"Edge case the seed leaves to judgement (seed 003 §6.3): an SLA under 100 ms "
+            f"(TTFT p95 ≤ {cfg.sla.ttft_p95_ms:g} ms) is a latency-first deployment; the tree does not cover it."
+        )
     conc = facts.concurrency_p99
     frequent = cfg.cadence.updates_per_month >= cfg.decision.frequent_updates_per_month
     if conc is not None and conc >= cfg.decision.high_concurrency and frequent:
@@ -95,7 +107,8 @@ def _pick(scores: list[EngineScore], tree_family: str, warnings: list[str]):
 def _evidence(fleet: pd.DataFrame, scores: list[EngineScore], sla: float) -> list[dict[str, Any]]:
     """Collect the rounded measured numbers per configuration (what the sentences quote)."""
     total = {s.label: s.total for s in scores}
-    keep = ["label", "representative", "family", "status", "concurrency", "output_tok_s", "ttft_ms_p95", "sla_share",
+    keep = ["label", "representative", "family", "status", "concurrency", "request_rate", "output_tok_s",
+            "ttft_ms_p95", "sla_share",
             "usd_per_mtok_output", "priced_as", "price_per_hour", "demand_output_tok_s", "demand_concurrency",
             "gpus", "gpu_monthly_usd", "ops_monthly_usd", "tco_monthly_usd", "build_s"]  # fmt: skip
     rows = []
@@ -104,6 +117,13 @@ def _evidence(fleet: pd.DataFrame, scores: list[EngineScore], sla: float) -> lis
         row.update(sla_ttft_p95_ms=_r("sla_ttft_p95_ms", sla), total_score=total.get(rec["label"]))
         rows.append(row)
     return rows
+
+
+def _load(row: dict[str, Any]) -> str:
+    """Where a configuration's figure was measured: at its SLA capacity (req/s) or at a concurrency."""
+    if row.get("concurrency") is None and row.get("request_rate") is not None:
+        return f"at its SLA capacity of {_f('request_rate', row['request_rate'])} req/s"
+    return f"at concurrency {_f('concurrency', row['concurrency'])}"
 
 
 def _boundary(primary: str, backup: str | None, be: list[dict[str, Any]]) -> str:
@@ -143,7 +163,7 @@ def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineSc
     meas = (
         f"Measured within the {sla} ms TTFT p95 SLA, `{p['label']}` served "
         f"{_f('output_tok_s', p['output_tok_s'])} "
-        f"output tok/s at concurrency {_f('concurrency', p['concurrency'])} for "
+        f"output tok/s {_load(p)} for "
         f"${_f('usd_per_mtok_output', p['usd_per_mtok_output'])}/M output tokens"
     )
     if b and b["output_tok_s"] is not None and b["usd_per_mtok_output"] is not None:
@@ -175,12 +195,15 @@ def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineSc
             f"ops hours partly assumed); {boundary}."
         )
     else:
-        conc = _f("concurrency", p["concurrency"])
-        edge = (
-            f"above concurrency {conc} its TTFT p95 broke the {sla} ms SLA"
-            if (p["sla_share"] or 0) < 1
-            else f"it met the SLA at every measured level up to concurrency {conc}"
-        )
+        if p.get("request_rate") is not None and p.get("concurrency") is None:
+            edge = f"that is its SLA capacity, {_f('request_rate', p['request_rate'])} req/s per replica"
+        else:
+            conc = _f("concurrency", p["concurrency"])
+            edge = (
+                f"above concurrency {conc} its TTFT p95 broke the {sla} ms SLA"
+                if (p["sla_share"] or 0) < 1
+                else f"it met the SLA at every measured level up to concurrency {conc}"
+            )
         out.append(
             f"No peak traffic is known, so no fleet was sized: at "
             f"${_f('price_per_hour', p['price_per_hour'])}/h per `{p['priced_as']}` it costs "
@@ -248,6 +271,21 @@ def build_answer(
     warnings = config_warnings(cfg, profile, tree_family, results)
     measured = any(s.measured for s in scores)
     primary, backup = _pick(scores, tree_family, warnings)
+    eligible = {s.label for s in scores if s.eligible}
+    rows = [r for r in fleet.to_dict("records") if r.get("label") in eligible] if not fleet.empty else []
+    be_list = be.to_dict("records") if not be.empty else []
+    verdict = compare_best(rows, results, be_list)
+    by_label = {s.label: s for s in scores}
+    if verdict.decided_by == "measurement" and primary is not None and verdict.faster != primary.label:
+        winner = by_label[verdict.faster]
+        backup = primary if primary.family != winner.family or backup is None else backup
+        primary = winner
+    contradiction = None
+    if verdict.decided_by == "measurement" and primary is not None and primary.family != tree_family:
+        contradiction = (
+            f"The measurements contradict the seed's decision tree: it points to {DISPLAY[tree_family]}, but "
+            f"{verdict.text[0].lower() + verdict.text[1:]}"
+        )
     if measured and not any(bool(s.sla_share) for s in scores if s.measured):
         warnings.append(f"No measured configuration meets the {cfg.sla.ttft_p95_ms:g} ms TTFT p95 SLA.")
     if any(r.get("priced_as") == "cpu" for r in fleet.to_dict("records")) if not fleet.empty else False:
@@ -255,6 +293,8 @@ def build_answer(
     fam_ok = [s for s in scores if s.eligible and s.family == tree_family]
     overruled = primary is not None and primary.family != tree_family and bool(fam_ok)
     reasons = [f"Tree: step {s.step} ({s.dimension}): {s.reason}" for s in steps if s.reached]
+    if verdict.text:
+        reasons.insert(0, f"Evidence: {verdict.text}")
     reasons += [f"`{s.label}` cannot be primary: {s.why_not}." for s in scores if not s.eligible]
     if primary is not None:
         reasons.append(f"`{primary.label}` has the highest score ({primary.total:.3f}) among eligible configurations.")
@@ -292,6 +332,9 @@ def build_answer(
         "sla_ttft_p95_ms": cfg.sla.ttft_p95_ms,
         "evidence": _evidence(fleet, scores, cfg.sla.ttft_p95_ms),
         "break_even": be_rows,
+        "verdict": verdict,
+        "contradiction": contradiction,
+        "rubric": rubric(),
     }
     res["sentences"] = _sentences(res, steps, scores)
     res["phase_plan"] = phase_plan(cfg, profile, res, scores)

@@ -17,12 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
+from helpers.decision.evidence import EvidenceVerdict
+from helpers.environment.team import BIG_TEAM_ABOVE, SMALL_TEAM_BELOW, team_leaning, team_size_class
 from helpers.run.records import Artifact, EngineResult
 from helpers.workload.facts import facts_of
 
 FAMILIES = ("vllm", "sglang", "trtllm", "lmdeploy")
 DISPLAY = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "lmdeploy": "LMDeploy", "": "unknown engine"}
-SMALL_TEAM = 5  # seed 003 §7.1: small team < 5 people
 
 # Fit of each family per dimension and answer (0-1): the playbook's reading of seed 003 §3.1-3.4.
 # lmdeploy (the seeds give only its throughput, seed 000 §5.2: ~130% of vLLM): the playbook's reading of
@@ -52,6 +53,10 @@ FIT: dict[str, dict[str, dict[str, float]]] = {
         "large_peak": {"vllm": 0.8, "sglang": 0.8, "trtllm": 1.0, "lmdeploy": 0.8},
     },
 }
+THRESHOLD_BASIS = (
+    "the playbook's default, decision.prefix_reuse_threshold; the seeds name no number: with that share of prompt "
+    "tokens served from cache, prefill work falls by about as much, enough for RadixAttention's advantage to show"
+)
 UNKNOWN_FIT = 0.5  # a family the rubric does not know (e.g. a bare endpoint)
 WEIGHTS = {"hardware": 0.125, "stability": 0.125, "workload": 0.125, "team": 0.125, "cost": 0.3, "sla": 0.2}
 
@@ -137,6 +142,9 @@ class DecisionResult(Artifact):
     sla_ttft_p95_ms: float
     evidence: list[dict[str, Any]] = Field(description="Measured numbers per configuration, as displayed.")
     break_even: list[dict[str, Any]] = Field(default_factory=list)
+    verdict: EvidenceVerdict | None = Field(default=None, description="The two best compared with their noise.")
+    contradiction: str | None = Field(default=None, description="Where the measurement overrules the seed's tree.")
+    rubric: dict[str, Any] = Field(default_factory=dict, description="The scoring rubric: fit table and weights.")
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Return the tables behind the answer: path, scores, evidence, break_even."""
@@ -161,40 +169,49 @@ class DecisionResult(Artifact):
         }
 
 
+def rubric() -> dict[str, Any]:
+    """The scoring rubric as shown in the report: each dimension's weight and the fit table behind it."""
+    return {"weights": dict(WEIGHTS), "fit": FIT, "unknown_family_fit": UNKNOWN_FIT}
+
+
 def _team_condition(cfg: PlaybookConfig) -> str:
-    t = cfg.team
-    if t.chase_peak and t.mlops_maturity == "high" and t.size >= SMALL_TEAM:
-        return "large_peak"
-    if t.size < SMALL_TEAM or t.mlops_maturity == "low":
-        return "small"
-    return "middle"
+    """The team's condition at tree step 4, from the one reading of the team answers (``team_leaning``)."""
+    return {"trtllm": "large_peak", "vllm": "small", "either": "middle"}[team_leaning(cfg.team)]
 
 
 def run_tree(cfg: PlaybookConfig, profile: Any) -> list[TreeStep]:
     """Walk the four steps of seed 003 §3.5; steps after the one that decides are recorded as not reached."""
     facts = facts_of(profile)
     d, hw, cad, team = cfg.decision, cfg.hardware, cfg.cadence, cfg.team
-    ratio, conc = facts.prefix_reuse_ratio, facts.concurrency_p99
+    # a real cache of finite size evicts: the finite-cache prediction (step 1) when known, else the upper bound
+    ratio = facts.finite_cache_hit_rate if facts.finite_cache_hit_rate is not None else facts.prefix_reuse_ratio
+    conc = facts.concurrency_p99
+    kind = "finite-cache predicted" if facts.finite_cache_hit_rate is not None else "measured (unbounded-cache)"
     ratio = None if ratio is None else round(float(ratio), 2)
     conc = None if conc is None else round(float(conc))
     frequent = cad.updates_per_month >= d.frequent_updates_per_month or cad.concurrent_models > 1
     if ratio is not None and ratio >= d.prefix_reuse_threshold:
         wl, wl_out = "prefix_heavy", "sglang"
-        wl_reason = f"measured prefix reuse {ratio:.2f} ≥ threshold {d.prefix_reuse_threshold:g}: choose SGLang"
+        wl_reason = (
+            f"{kind} prefix reuse {ratio:.2f} ≥ threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}): "
+            "choose SGLang"
+        )
     else:
         wl_out = "continue"
         wl = "unknown" if conc is None else ("high_concurrency" if conc >= d.high_concurrency else "low_concurrency")
         wl_reason = (
             "no measured prefix-reuse ratio in the profile, so heavy reuse cannot be claimed; falls through"
             if ratio is None
-            else f"measured prefix reuse {ratio:.2f} < threshold {d.prefix_reuse_threshold:g}; falls through"
+            else f"{kind} prefix reuse {ratio:.2f} < threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}); "
+            "falls through"
         )
     tc = _team_condition(cfg)
     who = f"{team.size} engineers, MLOps maturity {team.mlops_maturity}"
     team_reason = {
-        "large_peak": f"{who}, chasing peak: TensorRT-LLM",
-        "small": f"{who}: small/fast-iterating team, vLLM",
-        "middle": f"{who}, not chasing peak: vLLM",
+        "large_peak": f"{who}, chasing peak: a big team (> {BIG_TEAM_ABOVE}), TensorRT-LLM",
+        "small": f"{who}: small (< {SMALL_TEAM_BELOW}) or without automation, vLLM",
+        "middle": f"{who}: {team_size_class(team.size)} team by the seed's lines (small < {SMALL_TEAM_BELOW}, "
+        f"big > {BIG_TEAM_ABOVE}), no clear leaning; vLLM by default, the measurements may overrule",
     }[tc]
     upd, models, nv = "cadence.updates_per_month", "cadence.concurrent_models", hw.vendors == "nvidia-only"
     ratio_key, conc_key = "profile.prefix_reuse_ratio", "profile.concurrency_p99"
@@ -239,7 +256,7 @@ def run_tree(cfg: PlaybookConfig, profile: Any) -> list[TreeStep]:
             question="Small fast-iterating team, or a large MLOps team chasing peak performance?",
             inputs={"team.size": team.size, "team.mlops_maturity": team.mlops_maturity,
                     "team.chase_peak": team.chase_peak},
-            thresholds={"team.size": SMALL_TEAM},
+            thresholds={"team.size": f"small < {SMALL_TEAM_BELOW}, big > {BIG_TEAM_ABOVE}"},
             condition=tc,
             outcome="trtllm" if tc == "large_peak" else "vllm",
             reason=team_reason,

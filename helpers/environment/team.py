@@ -47,10 +47,11 @@ def team_size_class(size: int) -> TeamSize:
 def team_leaning(team: Team) -> str:
     """Return the engine the team answers point to at §3.5 step 4: ``trtllm``, ``vllm`` or ``either``.
 
-    The same reading as the decision step (``helpers.decision.tree``): peak-chasing, MLOps-mature teams of
-    5 or more lean TensorRT-LLM; teams under 5 or without automation lean vLLM.
+    The one reading, used by the decision step too (``helpers.decision.tree``), with the seed's lines as
+    written: a big team (> 10) with mature MLOps that chases peak performance leans TensorRT-LLM; a small
+    one (< 5) or one without automation leans vLLM; in between there is no clear leaning.
     """
-    if team.chase_peak and team.mlops_maturity == "high" and team.size >= SMALL_TEAM_BELOW:
+    if team.chase_peak and team.mlops_maturity == "high" and team.size > BIG_TEAM_ABOVE:
         return "trtllm"
     if team.size < SMALL_TEAM_BELOW or team.mlops_maturity == "low":
         return "vllm"
@@ -60,7 +61,8 @@ def team_leaning(team: Team) -> str:
 _LEANING_TEXT = {
     "trtllm": "TensorRT-LLM: big team, mature MLOps, chasing peak performance (§3.5 step 4).",
     "vllm": "vLLM: small team or little build/deploy automation (§3.5 step 4).",
-    "either": "No clear leaning: let the measured throughput and cost decide (§3.5 step 4).",
+    "either": "No clear leaning (between the seed's small and big teams, or not all of big team, mature MLOps "
+    "and chasing peak): let the measured throughput and cost decide (§3.5 step 4).",
 }
 
 

@@ -7,7 +7,8 @@ Llama names, and written as one safetensors file. llama.cpp's converter permutes
 query and key projections (rotary halves interleaved per head); ``unpermute_rope`` undoes that.
 ``config.json`` comes from the GGUF metadata (``llama.*``), the tokenizer from ``tokenizer.ggml.*``
 (byte-level BPE, rebuilt with the ``tokenizers`` library), the chat template from
-``tokenizer.chat_template``.
+``tokenizer.chat_template``. ``playbook_words.json`` lists words that are exactly one token each, so
+that prompts of an exact token length can be written for this real tokenizer.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     import gguf
 
 WEIGHTS_FILE = "model.safetensors"
+# words that are one token each, alone and after a space: N of them joined by spaces are exactly N tokens
+WORDS_FILE = "playbook_words.json"
 CONTROL_TOKEN = 3  # gguf.TokenType.CONTROL: special tokens such as <|im_start|>
 
 # GGUF tensor name (after ``blk.N.``) → Hugging Face Llama name (after ``model.layers.N.``).
@@ -185,6 +188,20 @@ def build_tokenizer(meta: dict[str, Any]) -> Tokenizer:
     return tok
 
 
+def single_token_words(tok: Tokenizer) -> list[str]:
+    """Lower-case words (2+ letters) that the tokenizer encodes as one token both alone and after a space.
+
+    Prompts of an exact token length for a real tokenizer are such words joined by spaces.
+    """
+    words = []
+    for piece, i in tok.get_vocab().items():
+        word = piece[1:]
+        if piece.startswith("Ġ") and len(word) >= 2 and word.isascii() and word.isalpha() and word.islower():
+            if tok.encode(" " + word).ids == [i] and len(tok.encode(word).ids) == 1:
+                words.append(word)
+    return sorted(words)
+
+
 def _token(meta: dict[str, Any], key: str) -> str | None:
     i = meta.get(f"tokenizer.ggml.{key}_token_id")
     return None if i is None else meta["tokenizer.ggml.tokens"][int(i)]
@@ -236,7 +253,9 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "bfloa
     save_file(tensors, str(out / WEIGHTS_FILE), metadata={"format": "pt", "source": Path(gguf_path).name})
     (out / WEIGHTS_FILE).chmod(0o644)  # safetensors writes 0600; a container engine may run as another user
     _write_json(out / "config.json", config)
-    build_tokenizer(meta).save(str(out / "tokenizer.json"))
+    tokenizer = build_tokenizer(meta)
+    tokenizer.save(str(out / "tokenizer.json"))
+    _write_json(out / WORDS_FILE, {"words": single_token_words(tokenizer)})
     _write_json(out / "tokenizer_config.json", tokenizer_config(meta, config["max_position_embeddings"]))
     special = {k: v for k, v in tokenizer_config(meta, 0).items() if k.endswith("_token")}
     _write_json(out / "special_tokens_map.json", special)

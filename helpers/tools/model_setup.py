@@ -30,7 +30,7 @@ MODELS_CACHE = ENGINES_DIR / "models"
 SOURCES_DIR = MODELS_CACHE / ".sources"
 STAMP = ".playbook-model.json"
 PARTS_FILE = "parts.json"
-CONVERTER_VERSION = 1  # bump when helpers.model.gguf changes what it writes
+CONVERTER_VERSION = 2  # bump when helpers.model.gguf changes what it writes (2: playbook_words.json)
 DEFAULT_PART_SIZE = 48 * 2**20
 
 

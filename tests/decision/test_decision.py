@@ -242,3 +242,17 @@ def test_equal_fleets_break_toward_the_lower_cost_per_token():
     by = {s.label: s for s in d.scores}
     assert by["vllm-slow"].cost_value == by["vllm-fast"].cost_value  # same one-replica fleet
     assert (d.primary, d.backup) == ("vllm-fast", "vllm-slow")
+
+
+TEAM_CASES = [(4, "small", "vllm"), (6, "middle", "vllm"), (10, "middle", "vllm"), (11, "large_peak", "trtllm")]
+
+
+@pytest.mark.parametrize(("size", "condition", "outcome"), TEAM_CASES)
+def test_team_rule_as_the_seed_writes_it(size, condition, outcome):
+    """Seed 003 §7.1: small < 5, big > 10; a 6-person peak-chasing team is in between, not TensorRT-LLM's."""
+    team = {"size": size, "mlops_maturity": "high", "chase_peak": True}
+    steps = run_tree(cfg(team=team, cadence={"updates_per_month": 0.1, "concurrent_models": 1}), None)
+    step4 = next(s for s in steps if s.step == 4)
+    assert (step4.condition, step4.outcome) == (condition, outcome)
+    if condition == "middle":
+        assert "no clear leaning" in step4.reason

@@ -15,11 +15,13 @@ import pytest
 from tokenizers import Tokenizer
 
 from helpers.model.gguf import (
+    WORDS_FILE,
     GgufError,
     build_tokenizer,
     convert_gguf,
     hf_config,
     hf_tensor_name,
+    single_token_words,
     unpermute_rope,
 )
 from helpers.tools.model_setup import is_ready, model_dir
@@ -29,9 +31,9 @@ Q8 = gguf.GGMLQuantizationType.Q8_0
 F32 = gguf.GGMLQuantizationType.F32
 
 HIDDEN, HEADS, KV_HEADS, FFN, LAYERS = 32, 4, 2, 64, 2
-TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "a", "b", "c", "Ġ", "1", "2", "ab", "Ġa", "12"]
+TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "a", "b", "c", "Ġ", "1", "2", "ab", "Ġa", "12", "Ġab", "Ġc"]
 TYPES = [3, 3, 3] + [1] * (len(TOKENS) - 3)
-MERGES = ["a b", "Ġ a", "1 2"]
+MERGES = ["a b", "Ġ a", "1 2", "Ġ ab", "Ġ c"]
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
 
 
@@ -148,7 +150,7 @@ def test_config_from_metadata(tiny):
     assert (cfg["num_hidden_layers"], cfg["hidden_size"], cfg["intermediate_size"]) == (LAYERS, HIDDEN, FFN)
     assert (cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]) == (HEADS, KV_HEADS, 8)
     assert cfg["rms_norm_eps"] == 1e-5 and cfg["rope_theta"] == 100000.0  # float32 metadata, decimal again
-    assert (cfg["vocab_size"], cfg["bos_token_id"], cfg["eos_token_id"], cfg["pad_token_id"]) == (12, 1, 2, 2)
+    assert (cfg["vocab_size"], cfg["bos_token_id"], cfg["eos_token_id"], cfg["pad_token_id"]) == (len(TOKENS), 1, 2, 2)
 
 
 def test_other_architectures_are_refused(tmp_path: Path):
@@ -185,6 +187,14 @@ def test_tokenizer_splits_digits_like_llama_cpp_smollm(tiny):
     assert [TOKENS[i] for i in ids] == ["ab", "Ġ", "1", "2"]  # digits one by one: the "1 2" merge never applies
     assert tok.decode(ids) == "ab 12"
     assert tok.encode("<|im_start|>ab<|im_end|>").ids == [1, 9, 2]  # control tokens stay whole
+
+
+def test_single_token_words_make_prompts_of_exact_length(tiny, tmp_path: Path):
+    tok = build_tokenizer(_metadata(tiny[0]))
+    assert single_token_words(tok) == ["ab"]  # "c" and "a" are one letter; "Ġab" and "ab" are one token each
+    assert len(tok.encode(" ".join(["ab"] * 7)).ids) == 7
+    out = convert_gguf(tiny[0], tmp_path / "hf")
+    assert json.loads((out / WORDS_FILE).read_text()) == {"words": ["ab"]}
 
 
 def test_plain_gpt2_pre_tokenizer_merges_digits(tmp_path: Path):
@@ -226,3 +236,5 @@ def test_real_smollm2_folder():
     assert (cfg["num_hidden_layers"], cfg["hidden_size"], cfg["vocab_size"]) == (30, 576, 49152)
     tok = Tokenizer.from_file(str(d / "tokenizer.json"))
     assert tok.encode("The capital of France is").ids == [504, 3575, 282, 4649, 314]  # as transformers' GGUF loader
+    words = json.loads((d / WORDS_FILE).read_text())["words"]
+    assert len(words) > 2000 and len(tok.encode(" ".join(words[::7][:300])).ids) == 300

@@ -18,6 +18,7 @@ from helpers.core.config import load_config
 from helpers.decision.risk import migration_plan
 from helpers.rollout import validate_rollout, view, write_rollout
 from helpers.rollout.rollback import rollback_criteria
+from helpers.rollout.scaling import validate_autoscaling
 
 REPO = Path(__file__).resolve().parents[2]
 ARCHIVED = REPO / "reports" / "h200-20261129-chat-8b"
@@ -104,8 +105,6 @@ def test_autoscaling_policy_is_written_when_asked_and_validated_honestly(tmp_pat
     broken = tmp_path / "broken.yaml"
     so["spec"]["triggers"][0]["metadata"]["query"] = "sum(rate(x[5m])"
     broken.write_text(yaml.safe_dump(so))
-    from helpers.rollout.scaling import validate_autoscaling
-
     assert validate_autoscaling(broken, files["k8s"])[0] is False
     off = write_rollout(tmp_path / "off", config(), decision_for("sglang", cfg, res), res, cost=cost)
     assert "autoscaling" not in off and "no autoscaling" in off["canary"].read_text()

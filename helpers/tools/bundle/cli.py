@@ -7,13 +7,26 @@ import sys
 from pathlib import Path
 
 from helpers.core.errors import PlaybookError
-from helpers.core.paths import REPO_ROOT
 from helpers.tools.bundle.archive import verify_parts
 from helpers.tools.bundle.build import DEFAULT_PART_SIZE, DEFAULT_PLATFORM, build_bundle, resplit_bundle
 from helpers.tools.bundle.manifest import Manifest
 from helpers.tools.bundle.spec import DEFAULT_TARGET_FREEZE, available_specs
 
-DEFAULT_OUT = REPO_ROOT / ".bundles"
+BUNDLES_DIR = ".bundles"
+REPO_MARKERS = (".git", "pyproject.toml")
+
+
+def default_out(cwd: Path | None = None) -> Path:
+    """``.bundles`` of the repository holding the current directory, else of the current directory itself.
+
+    Not the repository the playbook was installed from: a second clone that shares a venv builds its
+    bundles in its own tree.
+    """
+    here = Path(cwd or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if any((d / m).exists() for m in REPO_MARKERS):
+            return d / BUNDLES_DIR
+    return here / BUNDLES_DIR
 
 
 def _size(text: str) -> int:
@@ -49,7 +62,8 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--target-freeze",
         type=Path,
         default=DEFAULT_TARGET_FREEZE,
-        help="the target's `pip freeze`; its packages are left out (default: the H200 host's)",
+        help="the target's `pip freeze`; its packages are left out "
+        "(default: the H200 host's, helpers/data/bundles/h200-host-pip-freeze.txt)",
     )
     parser.add_argument("--no-target-freeze", action="store_true", help="assume the target has nothing installed")
     parser.add_argument(
@@ -76,7 +90,12 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="take the requirement lists as complete",
     )
     parser.add_argument("--name", help="bundle name (default: the spec's)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output root (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output root (default: .bundles in the repository holding the current directory, else in it)",
+    )
     parser.add_argument(
         "--part-size", type=_size, default=DEFAULT_PART_SIZE, help=f"part size (default {DEFAULT_PART_SIZE // 2**20}M)"
     )
@@ -124,6 +143,7 @@ def bundle_command(args: argparse.Namespace) -> int:
         if not args.engine:
             print("playbook bundle: give an ENGINE (or --list)", file=sys.stderr)
             return 2
+        args.out = args.out or default_out()
         manifest = build_bundle(
             args.engine,
             args.out,

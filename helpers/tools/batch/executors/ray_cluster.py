@@ -148,9 +148,9 @@ class RayExecutor(Executor):
                 logging_level="ERROR",
             )
         except Exception as err:  # ray raises ConnectionError, RuntimeError, grpc errors...: one line for all
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            text = " ".join(str(err).split())[:400] or type(err).__name__
             where = address or "a new local instance"
-            raise ClusterError(f"cannot connect to the Ray cluster at {where}: {first}") from None
+            raise ClusterError(f"cannot connect to the Ray cluster at {where}: {text}") from None
 
     def _nodes(self, ray: Any) -> list[dict[str, float]] | None:
         try:
