@@ -2,7 +2,7 @@
 
 Generates a Mooncake JSONL trace (512-token hash blocks: a few Zipf-popular system prompts,
 conversations that grow a block a turn, turns interleaved), reads it with the playbook's
-reader, writes it as a block replay (``helpers.workload.structured``), starts vLLM's CPU build on
+reader, writes it as a block replay (``helpers.workload.structured``, run by ``replay_run``), starts vLLM's CPU build on
 the tiny model with dummy weights and a KV cache far smaller than the trace's distinct blocks
 (``--kv-cache-memory-bytes``: ``VLLM_CPU_KVCACHE_SPACE`` counts whole GiB, a million tokens of this
 model), replays the trace one request at a time with guidellm, and prints:
@@ -15,6 +15,10 @@ model), replays the trace one request at a time with guidellm, and prints:
 
 Run it alone, the engine under the shared lock: ``flock /tmp/pb-engine.lock .venv/bin/python
 benchmarks/bench_replay_cache.py [REQUESTS] [KV_BYTES]``. It takes a few minutes on two cores.
+
+Measured on the 2-core development machine (vllm-cpu 0.32.0, 240 requests, 12 MiB = 12,288 tokens of
+KV cache, 96 blocks of 128): predicted unbounded 0.662, predicted finite 0.482, achieved 0.477 (the
+per-request ``cached_tokens`` agree: 0.477); TTFT p50 456 ms with a hit, 805 ms without.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from helpers.engines import get_engine
 from helpers.launchers.server import free_port, start_process
 from helpers.measure.metrics import parse_page
 from helpers.workload.cache_sim import simulate_prefix_cache
-from helpers.workload.structured import run_structured_replay, write_block_dataset
+from helpers.workload.replay_run import run_structured_replay
+from helpers.workload.structured import write_block_dataset
 from helpers.workload.traces import load_trace
 
 ENGINE_PYTHON = REPO_ROOT / ".engines" / "vllm-cpu" / "bin" / "python"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from helpers.benchmark.capacity import CapacitySearch, Probe, measurement_from_load
+from helpers.benchmark.capacity import CapacitySearch, Measurement, Probe, judge, measurement_from_load
 from helpers.benchmark.stats import enough_trials
 from helpers.run.records import CapacitySummary, EngineResult, Point
 
@@ -40,6 +40,48 @@ def start_load(result: EngineResult, run: EngineRun) -> float:
     if s.axis == "concurrency":
         return float(sweep[0].concurrency) if sweep else 1.0
     return max(0.05, sweep[0].req_s) if sweep else 1.0
+
+
+DRAIN_SHARE = 0.9
+"""A probe whose in-flight requests reached this share of all it sent never drained: the engine fell behind.
+
+Seen on the H200 (2026-12-01): vLLM admitted every request of an overloaded probe into its running
+batch (none waited), so its waiting-request gauge stayed flat while the batch grew to the whole probe;
+TTFT stayed inside the SLA because prefill ran first, and only the completions showed the overload.
+"""
+PLAUSIBLE_SERVED = 1.2
+"""A client-side served rate above this multiple of the sent rate is an artefact, not a measurement."""
+
+
+def sustained_view(m: Measurement, point: Point, sent: int) -> Measurement:
+    """``m`` with the overload tests that hold on every engine: in-flight growth and a plausible served rate.
+
+    The server's in-flight count (running + waiting requests, ``/metrics``) that reached
+    ``DRAIN_SHARE`` of the requests sent marks the load as not sustained (queue grew); a served rate
+    the client computed above ``PLAUSIBLE_SERVED`` × the sent rate is dropped (not measured).
+    """
+    data = m.model_dump()
+    inflight = (point.server.running_max or 0) + (point.server.queue_max or 0)
+    if sent and inflight >= DRAIN_SHARE * sent:
+        data["queue_growing"] = True
+        data["queue_growth"] = None
+    if m.offered_rate and m.achieved_rate and m.achieved_rate > PLAUSIBLE_SERVED * m.offered_rate:
+        data["offered_rate"] = data["achieved_rate"] = None
+    return Measurement.model_validate(data)
+
+
+def measurement_of(point: Point, axis: str) -> Measurement:
+    """The measurement a stored probe or trial stands for (to judge it again, e.g. with a corrected rule)."""
+    attempted = point.requests + point.errors
+    m = Measurement(
+        load=point.offered_rate if axis == "rate" and point.offered_rate else float(point.concurrency),
+        axis=axis,  # type: ignore[arg-type]
+        ttft_p95_ms=point.ttft_ms_p95,
+        itl_p95_ms=point.itl_ms_p95,
+        error_share=point.errors / attempted if attempted else 0.0,
+        requests=point.requests,
+    )
+    return sustained_view(m, point, attempted)
 
 
 def _reset_cache(run: EngineRun) -> str | None:
@@ -87,7 +129,8 @@ async def search(run: EngineRun) -> CapacitySummary | None:
             if got is None:
                 return None
             point, res, queue = got
-            probe = machine.record(measurement_from_load(res, load=load, axis=s.axis, queue_samples=queue or None))
+            m = measurement_from_load(res, load=load, axis=s.axis, queue_samples=queue or None)
+            probe = machine.record(sustained_view(m, point, res.requests + res.errors + res.incomplete))
             point.probe, point.verdict = probe.model_dump(mode="json"), probe.why
             run.save(point, tag=f"{load:.5g}-{attempt}")
             run.result.points.append(point)
@@ -182,3 +225,54 @@ async def measure_evidence(run: EngineRun) -> bool:
     ok = await trials(run, cap)
     run.result.capacity = cap
     return ok
+
+
+def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary | None:
+    """The capacity from a configuration's stored probes, judged again with today's rules (no engine needed).
+
+    Used when a run is re-rendered from its points (``playbook run --from-points``): the capacity is the
+    highest passing load below the lowest failing one; trials count only where they ran at that load.
+    """
+    s, limits = run.cfg.evidence.search, run.cfg.sla
+    stored = [p for p in result.points if p.phase == "search"]
+    if not stored:
+        return None
+    probes = [judge(measurement_of(p, s.axis), limits, s.min_sustained_ratio) for p in stored]
+    fails = [p.load for p in probes if not p.passed]
+    ceiling = min(fails) if fails else float("inf")
+    passes = [p.load for p in probes if p.passed and p.load < ceiling]
+    cap = max(passes) if passes else None
+    high = ceiling if fails else None
+    bounded = cap is not None and high is not None
+    converged = bounded and (high - cap) / cap <= s.tolerance
+    if cap is None:
+        note = f"SLA missed at the lowest load tried ({min(fails):.3g}): capacity is below it"
+    elif high is None:
+        note = f"SLA met at the highest load tried ({cap:.3g}): capacity is at least that"
+    else:
+        why = next(p.why for p in probes if p.load == high)
+        note = f"capacity {cap:.3g}: passed there, failed at {high:.3g} ({why})"
+        if not converged:
+            note += f"; bracket wider than the {s.tolerance:.0%} tolerance (the search did not finish)"
+    trials = [p for p in result.points if p.phase == "trial"]
+    kept = [p for p in trials if cap is not None and p.offered_rate == cap]
+    summary = CapacitySummary(
+        axis=s.axis,
+        capacity=cap,
+        bracket_low=cap,
+        bracket_high=high,
+        bounded=bounded,
+        converged=converged,
+        tolerance=s.tolerance,
+        note=f"re-judged from the stored probes: {note}",
+        probes=[p.model_dump(mode="json") for p in probes],
+        trial_load=cap if kept else None,
+    )
+    dropped = len(trials) - len(kept)
+    summary.trials_note = f"{len(kept)} trial(s) at the capacity" + (
+        f"; {dropped} trial(s) ran at a load the re-judged search no longer passes: not used" if dropped else ""
+    )
+    for p in trials:
+        if p not in kept:
+            p.phase = "search"
+    return summary

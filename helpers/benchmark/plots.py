@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.figure import Figure
 
+from helpers.benchmark.stats import mean_ci
 from helpers.run.records import EngineResult, Point
 
 
@@ -70,3 +72,56 @@ def tuning_curve(result: EngineResult, sla_ms: float, target: int) -> Figure | N
 def tuning_candidates(result: EngineResult, target: int) -> list[Point]:
     """The points tuning chose among: the tune points and the sweep point at the target concurrency."""
     return [p for p in result.points if p.phase == "tune" or (p.phase == "sweep" and p.concurrency == target)]
+
+
+def capacity_curve(result: EngineResult, sla_ms: float) -> Figure | None:
+    """TTFT p95 against offered load for every capacity-search probe, the SLA line, the bracket and the capacity.
+
+    Passing probes are filled, failing ones hollow; the trials at the capacity are drawn as their mean
+    with the 95% interval as an error bar.
+    """
+    cap = result.capacity
+    if cap is None or not cap.probes:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    unit = "offered load (req/s, Poisson arrivals)" if cap.axis == "rate" else "concurrent streams"
+    ok = [p for p in cap.probes if p.get("passed", p.get("meets_sla") and p.get("sustained"))]
+    bad = [p for p in cap.probes if p not in ok]
+    styles = (
+        (ok, {"color": "tab:green", "label": "meets the SLA, sustained"}),
+        (bad, {"facecolors": "none", "edgecolors": "tab:red", "label": "misses or not sustained"}),
+    )
+    for group, style in styles:
+        pts = [(p["load"], p.get("ttft_p95_ms")) for p in group if p.get("ttft_p95_ms") is not None]
+        if pts:
+            ax.scatter(*zip(*pts, strict=True), s=36, zorder=3, **style)
+    ax.axhline(sla_ms, color="grey", linestyle="--", label=f"SLA {sla_ms:,.0f} ms")
+    if cap.bracket_low is not None and cap.bracket_high is not None:
+        ax.axvspan(cap.bracket_low, cap.bracket_high, color="tab:blue", alpha=0.12, label="bracket")
+    trials = [p for p in result.points if p.phase == "trial" and p.ttft_ms_p95 is not None]
+    if cap.trial_load is not None and trials:
+        est = mean_ci([p.ttft_ms_p95 for p in trials])
+        ax.errorbar([cap.trial_load], [est.mean], yerr=[est.half_width or 0.0], fmt="D", color="tab:blue",
+                    capsize=4, label=f"{est.n} trials at the capacity (95% interval)")  # fmt: skip
+    ax.set_xlabel(unit)
+    ax.set_ylabel("TTFT p95 (ms)")
+    ax.set_title(f"{result.label}: SLA capacity search", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def capacity_bars(rows: list[tuple[str, float, float | None, float | None]], ylabel: str) -> Figure:
+    """One bar per configuration (label, mean, low, high) with its 95% interval as an error bar."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    labels = [r[0] for r in rows]
+    means = np.array([r[1] for r in rows], dtype=float)
+    lows = np.array([r[1] - r[2] if r[2] is not None else 0.0 for r in rows])
+    highs = np.array([r[3] - r[1] if r[3] is not None else 0.0 for r in rows])
+    ax.bar(labels, means, yerr=[lows, highs], capsize=5, color="tab:blue", alpha=0.8)
+    ax.set_ylabel(ylabel)
+    ax.tick_params(axis="x", labelrotation=15, labelsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -182,27 +182,36 @@ async def run_quality(
     )
 
 
-def _agreement(outcome: QualityOutcome, reference: QualityOutcome) -> tuple[int, int]:
-    """(items whose normalised outputs are equal, items compared); failed requests never agree."""
+def _compare(outcome: QualityOutcome, reference: QualityOutcome) -> tuple[int, int, int, int]:
+    """Over the items both answered: (agreed, compared, correct here, correct in the reference).
+
+    Outputs agree when their normalised texts are equal; a failed request never agrees.
+    """
     ref = {r.id: r for r in reference.items}
-    agreed = compared = 0
+    agreed = compared = correct = ref_correct = 0
     for r in outcome.items:
         other = ref.get(r.id)
         if other is None:
             continue
         compared += 1
+        correct += r.correct
+        ref_correct += other.correct
         agreed += r.error is None and other.error is None and normalize(r.output) == normalize(other.output)
-    return agreed, compared
+    return agreed, compared, correct, ref_correct
 
 
 def judge_quality(
-    outcomes_by_label: Mapping[str, QualityOutcome], reference_label: str, threshold_points: float = 2.0
+    outcomes_by_label: Mapping[str, QualityOutcome],
+    reference_label: str,
+    threshold_points: float = 2.0,
+    min_agreement: float | None = None,
 ) -> list[QualityRow]:
     """One row per configuration: accuracy, agreement with the reference, and whether it passes the gate.
 
     A configuration passes when its accuracy is at most ``threshold_points`` percentage points under
-    the reference's. Where either side is not measurable, the row has no numbers it cannot have and
-    ``gate_passed`` is None, with the reason.
+    the reference's on the items both answered (and, if ``min_agreement`` is set, when at least that
+    share of its outputs equal the reference's). Where either side is not measurable, the row has no
+    numbers it cannot have and ``gate_passed`` is None, with the reason.
     """
     if reference_label not in outcomes_by_label:
         known = ", ".join(outcomes_by_label) or "none"
@@ -226,15 +235,22 @@ def judge_quality(
         elif out.eval_set_sha256 != ref.eval_set_sha256:
             row.reason = f"answered a different evaluation set than the reference ({out.eval_set} vs {ref.eval_set})"
         else:
-            row.agreed, row.compared = _agreement(out, ref)
-            row.agreement = row.agreed / row.compared if row.compared else None
-            row.delta_points = round(((out.accuracy or 0.0) - (ref.accuracy or 0.0)) * 100, 2)
-            row.gate_passed = row.delta_points >= -threshold_points
-            if not row.gate_passed:
-                row.reason = (
-                    f"accuracy {row.delta_points:+.1f} points vs the reference (limit -{threshold_points:g})"
-                    + (f"; {out.errors} requests failed" if out.errors else "")
-                )
+            row.agreed, row.compared, correct, ref_correct = _compare(out, ref)
+            if not row.compared:
+                row.reason = "no item in common with the reference"
+                rows.append(row)
+                continue
+            row.agreement = row.agreed / row.compared
+            row.delta_points = round((correct - ref_correct) / row.compared * 100, 2)
+            why = []
+            if row.delta_points < -threshold_points:
+                why.append(f"accuracy {row.delta_points:+.1f} points vs the reference (limit -{threshold_points:g})")
+            if min_agreement is not None and row.agreement < min_agreement:
+                why.append(f"agreement {row.agreement:.0%} with the reference (minimum {min_agreement:.0%})")
+            if why and out.errors:
+                why.append(f"{out.errors} requests failed")
+            row.gate_passed = not why
+            row.reason = "; ".join(why) or None
         rows.append(row)
     return rows
 

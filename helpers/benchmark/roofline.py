@@ -96,5 +96,7 @@ def ratio_text(bound: dict[str, Any]) -> str:
     """``"202 / 296 tok/s (0.68)"`` for a table cell, or the reason there is no bound."""
     if not bound.get("available"):
         return f"n/a ({bound.get('reason', 'no bound')})"
-    m, b = bound["measured_output_tok_s"], bound["bound_output_tok_s"]
-    return f"{m:,.0f} / {b:,.0f} tok/s ({bound['measured_over_bound']:.2f})"
+    m, b, r = bound["measured_output_tok_s"], bound["bound_output_tok_s"], bound.get("measured_over_bound")
+    if r is None or not b:
+        return "n/a (open-loop load: no fixed number of sequences to bound)"
+    return f"{m:,.0f} / {b:,.0f} tok/s ({r:.2f})"

@@ -7,7 +7,9 @@ import pandas as pd
 from helpers.benchmark import plots
 from helpers.benchmark.claims import claims_table
 from helpers.benchmark.run import run_benchmarks, target_concurrency
-from helpers.benchmark.sla import representatives, sla_text
+from helpers.benchmark.sla import representative, representatives, sla_text
+from helpers.benchmark.stats import min_requests_for_percentile, percentile_bounded
+from helpers.core.config import PlaybookConfig
 from helpers.core.text import knob_text
 from helpers.environment.records import EnvironmentRecord, MemoryPlanRecord
 from helpers.measure.telemetry import local_gpu_spec
@@ -133,6 +135,7 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
         fig = plots.tuning_curve(r, ctx.cfg.sla.ttft_p95_ms, target_concurrency(ctx.cfg))
         if fig is not None:
             show_figure(fig)
+    show_evidence(ctx, results)
     show_table(claims_table(results), "The seeds' claims beside this run's measurements")
     reps = representatives(results, ctx.cfg)
     rows = [
@@ -151,3 +154,58 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     show_table(
         pd.DataFrame(rows), f"The measurement that stands for each engine configuration ({sla_text(ctx.cfg.sla)})"
     )
+
+
+def _bounded(n: int, q: float) -> str:
+    """Whether ``n`` requests bound the ``q`` percentile (MLPerf LoadGen's early-stopping count)."""
+    return "yes" if n and percentile_bounded(n, q) else f"no (< {min_requests_for_percentile(q)} requests)"
+
+
+def evidence_table(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataFrame:
+    """Per configuration: its SLA capacity with the search's bracket, the trials' figures with 95% intervals."""
+    rows = []
+    for r in results:
+        cap, rep = r.capacity, representative(r, cfg)
+        n = rep.requests
+        rows.append(
+            {
+                "engine config": r.label,
+                "SLA capacity": "–" if cap is None or cap.capacity is None else f"{cap.capacity:.3g}",
+                "bracket": "–" if cap is None or cap.bracket_low is None else
+                f"{cap.bracket_low:.3g} – {cap.bracket_high:.3g}" if cap.bracket_high else f"≥ {cap.bracket_low:.3g}",
+                "search": cap.note if cap else "not searched",
+                "req/s (95% CI)": rep.request_rate.text("{:,.2f}") if rep.request_rate else "–",
+                "output tok/s (95% CI)": rep.output_tok_s.text() if rep.output_tok_s else "–",
+                "TTFT p95 ms (95% CI)": rep.ttft_ms_p95.text() if rep.ttft_ms_p95 else "–",
+                "requests": n,
+                "p95 bounded": _bounded(n, 0.95),
+                "p99 bounded": _bounded(n, 0.99),
+                "trials": cap.trials_note if cap else "",
+                "engine minutes": round(sum(r.gpu_seconds.values()) / 60, 1) if r.gpu_seconds else None,
+            }
+        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def show_evidence(ctx: Context, results: list[EngineResult]) -> None:
+    """The decision evidence: capacity search curves, the capacities with intervals, engine time by phase."""
+    if not any(r.capacity for r in results):
+        say("No SLA capacity search ran (evidence.search.enabled is false): the grid point stands for each "
+            "configuration, a single sample with no interval.", "warn")  # fmt: skip
+        return
+    show_table(evidence_table(results, ctx.cfg), f"Decision evidence: SLA capacity ({sla_text(ctx.cfg.sla)}) and "
+               "repeated trials at it; percentiles from too few requests to bound them are marked (MLPerf LoadGen "
+               "early-stopping counts, 99% confidence)")  # fmt: skip
+    for r in results:
+        fig = plots.capacity_curve(r, ctx.cfg.sla.ttft_p95_ms)
+        if fig is not None:
+            show_figure(fig)
+    reps = [(r.label, representative(r, ctx.cfg)) for r in results]
+    bars = [(label, rep.output_tok_s.mean, rep.output_tok_s.low, rep.output_tok_s.high)
+            for label, rep in reps if rep.source == "capacity" and rep.output_tok_s]  # fmt: skip
+    if bars:
+        show_figure(plots.capacity_bars(bars, "output tok/s at the SLA capacity (95% CI)"))
+    minutes = pd.DataFrame(
+        [{"engine config": r.label, **{k: round(v / 60, 2) for k, v in r.gpu_seconds.items()}} for r in results]
+    )
+    show_table(minutes, "Engine-minutes (GPU-minutes on a GPU) by phase: time to decision")

@@ -143,6 +143,9 @@ class Quality(_Strict):
     threshold_points: float = Field(
         default=2.0, ge=0, description="Fail a configuration whose accuracy is more points under the reference's."
     )
+    min_agreement: float | None = Field(
+        default=None, ge=0, le=1, description="Also fail below this share of outputs equal to the reference's."
+    )
     max_items: PositiveInt | None = Field(default=None, description="Ask only the first N items of the set.")
     concurrency: PositiveInt = Field(default=4, description="Requests in flight while the set is asked.")
     max_tokens: PositiveInt = Field(default=16, description="Output tokens per answer.")

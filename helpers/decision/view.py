@@ -24,7 +24,11 @@ def decide(ctx: Context) -> DecisionResult:
 
 def show(ctx: Context, d: DecisionResult) -> None:
     """Display the answer, the warnings, the tree path, the scores and the three-phase plan."""
+    if d.contradiction:
+        say(d.contradiction, "warn")
     show_html(f"<div class='pb-answer'>{' '.join(esc(s) for s in d.sentences)}</div>")
+    if d.verdict is not None and d.verdict.text:
+        say(f"What decided: {d.verdict.decided_by}. {d.verdict.text}", "ok" if d.verdict.significant else "note")
     for w in d.warnings:
         say(w, "warn")
     if d.overruled:
@@ -32,6 +36,7 @@ def show(ctx: Context, d: DecisionResult) -> None:
     tables = d.tables()
     show_table(tables["path"], "Decision tree (seed 003 §3.5): the inputs each branch used")
     show_table(tables["scores"], "Scores per engine configuration (four dimensions + measured cost + SLA)")
+    show_table(rubric_table(d), "The scoring rubric: each dimension's weight, and the fit of each engine family")
     show_table(tables["evidence"], "Measured evidence behind the answer")
     if not tables["break_even"].empty:
         show_table(tables["break_even"], "Break-even behind the answer")
@@ -66,3 +71,14 @@ def show_risk(ctx: Context, rec: RiskRecord) -> None:
         say(f"Roll back when: {t}", "warn")
     for s in plan.get("steps", []):
         say(s, "note")
+
+
+def rubric_table(d: DecisionResult) -> pd.DataFrame:
+    """The rubric behind the scores: one row per dimension and answer, its weight and each family's fit."""
+    weights, rows = d.rubric.get("weights", {}), []
+    for dim, answers in d.rubric.get("fit", {}).items():
+        for answer, fits in answers.items():
+            rows.append({"dimension": dim, "weight": weights.get(dim), "answer": answer, **fits})
+    for dim in ("cost", "sla"):
+        rows.append({"dimension": dim, "weight": weights.get(dim), "answer": "measured (best = 1)"})
+    return pd.DataFrame(rows)

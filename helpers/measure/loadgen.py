@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
+
+from helpers.core.errors import EngineError
 
 
 @dataclass
@@ -171,11 +174,31 @@ async def _run(spec: dict[str, Any]) -> LoadResult:
     # guidellm reads its log level at import and pulls in torch: imported when a load runs
     from guidellm.utils.typing import BLANK
 
+    await _check_answers(spec["backend"])
     args = BenchmarkScenario.create(spec=spec, benchmarks=BLANK, metadata={"labels": {}}, scenario=None)
-    report, _ = await benchmark_generative_text(args=args, progress=False, console=None)
+    try:
+        report, _ = await benchmark_generative_text(args=args, progress=False, console=None)
+    except RuntimeError as err:  # guidellm's own failures (e.g. its backend check): a row, not a traceback
+        raise EngineError(f"load generator failed: {str(err).strip().splitlines()[0]}") from None
     if not report.benchmarks:
-        raise RuntimeError("guidellm produced no benchmark for this point")
+        raise EngineError("load generator produced no benchmark for this point")
     return summarize(report.benchmarks[-1])
+
+
+HEALTH_TIMEOUT_S = 10.0  # guidellm's own check of the server waits the request timeout (10 min) on a hung engine
+
+
+async def _check_answers(backend: dict[str, Any]) -> None:
+    """Raise ``EngineError`` when ``GET <target>/health`` gets no answer at all within ``HEALTH_TIMEOUT_S``."""
+    url = str(backend["target"]).rstrip("/") + "/health"
+    headers = {"Authorization": f"Bearer {backend['api_key']}"} if backend.get("api_key") else {}
+    try:
+        async with httpx.AsyncClient(timeout=HEALTH_TIMEOUT_S) as client:
+            await client.get(url, headers=headers)  # any status is an answer; guidellm judges it next
+    except httpx.TimeoutException:
+        raise EngineError(f"engine not answering: {url} gave no answer in {HEALTH_TIMEOUT_S:g} s (hung?)") from None
+    except httpx.HTTPError as err:
+        raise EngineError(f"engine not answering: {url}: {type(err).__name__}") from None
 
 
 async def run_replay(
@@ -324,51 +347,3 @@ def request_records(bench: Any) -> list[RequestRecord]:
         for r in rows
     ]
     return sorted(out, key=lambda r: r.start_time or 0.0)
-
-
-async def run_data(
-    base_url: str,
-    served_model: str,
-    tokenizer_dir: Path,
-    data: dict[str, Any],
-    requests: int,
-    *,
-    time_scale: float = 1.0,
-    concurrency: int | None = None,
-    max_seconds: float = 300.0,
-    api_key: str | None = None,
-    request_timeout_s: float = 600.0,
-) -> tuple[LoadResult, list[RequestRecord]]:
-    """Drive ``requests`` requests of one guidellm ``--data`` entry (``data``); keep per-request records.
-
-    Without ``concurrency`` guidellm's replay profile sends each request at its (scaled) timestamp and
-    a conversation's next turn after its idle gap; with it, ``concurrency`` streams send as fast as
-    they are answered.
-    """
-    _configure_guidellm()
-    from guidellm.benchmark.entrypoints import benchmark_generative_text
-    from guidellm.schemas.benchmark import BenchmarkScenario
-    from guidellm.utils.typing import BLANK
-
-    profile = (
-        {"kind": "replay", "time_scale": time_scale}
-        if concurrency is None
-        else {"kind": "concurrent", "streams": concurrency}
-    )
-    spec = {
-        "backend": _backend_spec(base_url, served_model, api_key, request_timeout_s),
-        "tokenizer": {"kind": "hf_auto", "model": str(tokenizer_dir)},
-        "data": [data],
-        "profile": profile,
-        "constraints": [
-            {"kind": "max_requests", "count": requests},
-            {"kind": "max_duration", "seconds": max_seconds},
-        ],
-        "outputs": [],
-    }
-    args = BenchmarkScenario.create(spec=spec, benchmarks=BLANK, metadata={"labels": {}}, scenario=None)
-    report, _ = await benchmark_generative_text(args=args, progress=False, console=None)
-    if not report.benchmarks:
-        raise RuntimeError("guidellm produced no benchmark for this replay")
-    bench = report.benchmarks[-1]
-    return summarize(bench), request_records(bench)

@@ -107,12 +107,11 @@ def policy(
                 "within the SLA in this run",
             )
         )
-    if sig.kv_usage:
-        kv_sum = sig.kv_usage.replace("max(", "sum(", 1)
+    if sig.kv_usage_sum:
         triggers.append(
             Trigger(
                 name="kv-cache-usage",
-                query=kv_sum,
+                query=sig.kv_usage_sum,
                 threshold=a.kv_usage_target,
                 meaning=f"average KV-cache usage per replica above {a.kv_usage_target:.0%}",
             )

@@ -56,6 +56,7 @@ class Signals:
     liveness: str  # a series that exists while the engine exports metrics
     gpu_util_pct: str | None  # per pod, averaged over its GPUs
     gpu_mem_pct: str | None  # per GPU
+    kv_usage_sum: str | None = None  # 0-1 per replica, summed over replicas (autoscaling divides by replicas)
 
 
 def _sel(name: str, selector: str) -> str:
@@ -104,6 +105,7 @@ def signals(adapter: EngineAdapter, engine_selector: str, gpu_selector: str | No
         liveness=_sel(m.waiting, es),
         gpu_util_pct=gpu_util,
         gpu_mem_pct=gpu_mem,
+        kv_usage_sum=f"sum({_sel(m.kv_usage, es)})" if m.kv_usage else None,
     )
 
 

