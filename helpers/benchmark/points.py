@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 
+from helpers.benchmark.goodput import goodput_req_s
 from helpers.benchmark.sla import meets_sla
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.launchers.server import ServerHandle
@@ -38,16 +39,6 @@ def first_request(handle: ServerHandle, served_model: str, timeout_s: float) -> 
     return time.monotonic() - handle.started_at
 
 
-def goodput(req_s: float, ttft_values_ms: list[float], sla_ms: float) -> float | None:
-    """Requests/s that met the TTFT SLA: the throughput times the share of completed requests within it.
-
-    Over the same window and denominator as ``req_s``, so goodput never exceeds throughput.
-    """
-    if not ttft_values_ms:
-        return None
-    return req_s * sum(1 for t in ttft_values_ms if t <= sla_ms) / len(ttft_values_ms)
-
-
 def point_from(spec: EngineSpec, cfg: PlaybookConfig, c: int, phase: str, res: LoadResult, knobs: dict) -> Point:
     """The ``Point`` of one load's guidellm figures (SLA verdict by ``benchmark.sla.meets_sla``)."""
     p95 = res.ttft_ms.get("p95")
@@ -73,7 +64,7 @@ def point_from(spec: EngineSpec, cfg: PlaybookConfig, c: int, phase: str, res: L
         itl_ms_p95=res.itl_ms.get("p95"),
         e2e_ms_p50=res.e2e_ms.get("p50"),
         e2e_ms_p95=res.e2e_ms.get("p95"),
-        goodput_req_s=goodput(res.req_s, res.ttft_values_ms, cfg.sla.ttft_p95_ms),
+        goodput_req_s=goodput_req_s(res.ttft_values_ms, cfg.sla.ttft_p95_ms, res.requests, res.req_s),
     )
     point.sla_met = meets_sla(point, cfg.sla)
     return point

@@ -47,9 +47,10 @@ def show(ctx: Context, d: DecisionResult) -> None:
 
 def risk(ctx: Context, d: DecisionResult) -> RiskRecord:
     """Step 8: the risk register and the migration plan from primary to backup; saved as ``risk.json``."""
-    plan = migration_plan(d, ctx.cfg)
+    results = ctx.folder.engine_results()
+    plan = migration_plan(d, ctx.cfg, results)
     rec = RiskRecord(
-        register=rows_of(risk_register(d, ctx.cfg)),
+        register=rows_of(risk_register(d, ctx.cfg, results)),
         migration={k: (rows_of(v) if isinstance(v, pd.DataFrame) else v) for k, v in plan.items()},
     )
     ctx.folder.save(rec)
