@@ -23,10 +23,13 @@ Each method's closeness is printed as % under the reference capacity (negative: 
 req/s is what a closed loop achieved, not an arrival rate shown to be sustained: a figure above the
 reference means the grid claims more than open-loop arrivals get within the SLA.
 
-Sizes: the default config (``playbook/workloads/default.yaml``) sizes its search for 2 CPU cores (4 s
-probes of at least 12 requests, at most 5 probes, a 25% bracket); with a 3-level grid of 48 requests a
-point, 8 s reference probes and three engine launches (~45 s each on 2 busy cores), one run takes about
-6 minutes. The tuning step (``tune_max_num_seqs``) is left out of every method. Wrap it in the engine lock::
+Sizes: the search uses the config's own settings; ``playbook/workloads/default.yaml`` sizes them for
+2 CPU cores (4 s probes of at least 12 requests, at most 5 probes, a 25% bracket). The reference's 8 s
+probes (8 at most) are what makes it a reference: 4 s probes pass loads that 8 s ones fail. Measured on
+2 shared cores (2026-12-01, grid [1, 8] x 24 requests): 441 s in all, of which the three engine launches
+took 50-54 s each and the reference 140 s; ``--ref-probe-seconds 6 --ref-max-probes 6`` should save about a
+minute (not measured) at the price of a coarser reference. The tuning step (``tune_max_num_seqs``) is left out
+of every method. Wrap it in the engine lock::
 
     flock /tmp/pb-engine.lock .venv/bin/python benchmarks/bench_search_vs_grid.py
 

@@ -121,11 +121,11 @@ NOTEBOOKS = {
         [
             (
                 step(9, "Pilot", "Seed 003 §7.4 step 9: the chosen engine's launch configuration for a pilot."),
-                ["view.pilot(ctx)"],
+                ["manifest = view.pilot(ctx)", "view.show_pilot(ctx, manifest)"],
             ),
             (
                 step(10, "Rollout", "Seed 003 §7.4 step 10: alerts, dashboard, deployment and canary plan."),
-                ["view.rollout(ctx)"],
+                ["validation = view.validate(ctx, manifest)", "view.show_rollout(ctx, manifest, validation)"],
             ),
         ],
     ),

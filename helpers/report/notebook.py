@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import io
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
 from helpers.core.text import slug
 from helpers.report.tables import COLLAPSE_ROWS, for_people, table_html, write_csv
 from helpers.run.folder import RunFolder
-from helpers.run.records import write_json_atomic
 
 _DISPLAY: dict[str, Path | None] = {"run_dir": None}  # the run folder of this kernel's notebook (set by start)
 
@@ -62,19 +60,6 @@ class Context:
         p = self.run_dir.joinpath(*parts)
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
-
-    def save_json(self, name: str, data: Any) -> Path:
-        """Write an artifact of this run as JSON."""
-        p = self.path(name)
-        write_json_atomic(p, data)
-        return p
-
-    def load_json(self, name: str) -> Any | None:
-        """Read an artifact of this run, or None if an earlier step did not write it."""
-        p = self.run_dir / name
-        if not p.is_file():
-            return None
-        return json.loads(p.read_text(encoding="utf-8"))
 
 
 def _resolve_config(config_path: str) -> Path:

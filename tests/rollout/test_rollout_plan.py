@@ -50,12 +50,13 @@ def archived_run(tmp_path, monkeypatch):
 def test_pilot_and_rollout_show_every_artifact_by_the_writers_keys(archived_run):
     """Step 9 was an empty heading (the view asked for 'launch.sh', the writer returns 'launch_shell')."""
     ctx, shown = archived_run
-    view.pilot(ctx)
+    manifest = view.pilot(ctx)
+    view.show_pilot(ctx, manifest)
     pilot_html = "\n".join(shown)
     assert "exec " in pilot_html and "vllm.entrypoints.openai.api_server" in pilot_html  # launch.sh's command
     assert "Where to pilot" in pilot_html and "What to collect" in pilot_html and "What to retune" in pilot_html
     shown.clear()
-    view.rollout(ctx)
+    view.show_rollout(ctx, manifest, view.validate(ctx, manifest))
     rollout_html = "\n".join(shown)
     for text in ("Traffic steps", "Rollback criteria", "Common problems", "Recovery", "Scaling", "autoscaling.yaml"):
         assert text in rollout_html, text
