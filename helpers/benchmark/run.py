@@ -9,6 +9,7 @@ a result row with the reason and its log tail, and the next engine still runs.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -154,8 +155,9 @@ class EngineRun:
             api_key=self.handle.api_key,
             warmup_requests=warmup,
         )
-        if axis == "rate":
-            job = run_rate(rate=load, **common)
+        if axis == "rate":  # a seed of its own per load and trial: independent arrival schedules
+            seed = int(hashlib.sha256(f"{self.spec.label}|{phase}|{tag}".encode()).hexdigest()[:8], 16)
+            job = run_rate(rate=load, seed=seed, **common)
         else:
             job = run_point(concurrency=int(load), **common)
         sampled = await self._sampled(job, f"the {phase} at {load:.4g}")

@@ -92,6 +92,10 @@ def _backend_spec(base_url: str, served_model: str, api_key: str | None, timeout
     return spec
 
 
+MAX_PLAUSIBLE_DELAY_S = 600.0
+"""A dispatch delay longer than this is a request whose target time guidellm left unset, not a late send."""
+
+
 def _span_rate(times: list[float]) -> float | None:
     """Events per second over their own span: (n - 1) intervals over last - first; None below two events."""
     if len(times) < 2 or max(times) <= min(times):
@@ -110,8 +114,9 @@ def _request_timing(requests: dict[str, Any]) -> dict[str, Any]:
                 continue
             end = r.get("request_end_time") if status != "incomplete" else None
             rows.append((float(start), None if end is None else float(end), status == "successful"))
-            if r.get("request_dispatch_delay") is not None:
-                delays.append(1000.0 * float(r["request_dispatch_delay"]))
+            delay = r.get("request_dispatch_delay")
+            if delay is not None and 0 <= float(delay) < MAX_PLAUSIBLE_DELAY_S:  # an unset target time reads as epoch
+                delays.append(1000.0 * float(delay))
     rows.sort(key=lambda row: row[0])
     t0 = rows[0][0] if rows else 0.0
     return {

@@ -16,8 +16,10 @@ import nbformat
 from nbformat.v4 import new_markdown_cell, new_notebook, new_output
 
 from helpers.core.paths import TEMPLATES_DIR
+from helpers.report.first_page import first_page_html
 from helpers.report.index import hardware_text
 from helpers.report.notebook import STEP_TITLES, esc
+from helpers.run.summary import parse_summary
 
 
 def _clean_outputs(cell: nbformat.NotebookNode) -> None:
@@ -32,11 +34,7 @@ def _clean_outputs(cell: nbformat.NotebookNode) -> None:
 
 def _header_html(summary: dict[str, Any], failures: dict[str, str]) -> str:
     rec = summary.get("recommendation") or {}
-    sentences = rec.get("sentences") or []
-    if sentences:
-        answer = f"<div class='pb-answer'>{' '.join(esc(s) for s in sentences)}</div>"
-    else:
-        answer = "<p class='pb-missing'>No recommendation could be made in this run (see step 7).</p>"
+    answer = first_page_html(parse_summary(summary))
     hw = summary.get("hardware") or {}
     hw_text = hardware_text(hw)
     engines = ", ".join(
@@ -61,7 +59,7 @@ def _header_html(summary: dict[str, Any], failures: dict[str, str]) -> str:
     flag_html = "".join(f"<p class='pb-warn'>{esc(f)}</p>" for f in flags)
     return (
         f"<h1>Engine decision report: {esc(summary.get('workload'))}</h1>"
-        f"{flag_html}<h3>Recommendation</h3>{answer}{fail}"
+        f"{flag_html}<h3>Recommendation</h3>{answer}{fail}<h3>Run</h3>"
         f"<table class='pb-meta'>{rows}</table>"
         f"<h3>Contents</h3><ol class='pb-toc' style='list-style:none;padding-left:0'>{toc}</ol>"
     )

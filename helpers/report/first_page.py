@@ -1,0 +1,126 @@
+"""The report's first page, read in a minute: the answer, how sure it is, the trade-off, what would change it.
+
+Built only from ``summary.json`` (schema 2): the four-sentence answer as plain text (identifiers are no
+longer wrapped in backticks), the contradiction with the seed's tree when the measurement overrules it,
+a confidence line (what decided, with the interval and the requests behind it), one chart of output
+per GPU against TTFT p95 for every configuration with the SLA line and the recommended one marked,
+the figures that decided with units and intervals, what would change the decision, and what this run
+did not measure.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+from helpers.report.notebook import esc
+from helpers.run.records import Representative
+from helpers.run.summary import RunSummary
+
+
+def plain(text: str) -> str:
+    """A sentence without the backticks the decision puts around identifiers."""
+    return text.replace("`", "")
+
+
+def _per_gpu(summary: RunSummary, label: str, rep: Representative) -> float:
+    engine = next((e for e in summary.config.get("engines") or [] if e.get("label") == label), {})
+    tp = rep.knobs.get("tensor_parallel") or (engine.get("knobs") or {}).get("tensor_parallel") or 1
+    return (rep.output_tok_s.mean if rep.output_tok_s else 0.0) / float(tp)
+
+
+def tradeoff_png(summary: RunSummary) -> str | None:
+    """A data URI of the chart: output tok/s per GPU (x) against TTFT p95 (y), SLA line, primary starred."""
+    # heavy; imported only where a figure is drawn
+    import matplotlib.pyplot as plt
+
+    pts = [
+        (e.label, _per_gpu(summary, e.label, e.representative), e.representative)
+        for e in summary.engines
+        if e.representative and e.representative.output_tok_s and e.representative.ttft_ms_p95
+    ]
+    if not pts:
+        return None
+    sla = (summary.config.get("sla") or {}).get("ttft_p95_ms")
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    for label, x, rep in pts:
+        fig_t, fig_x = rep.ttft_ms_p95, rep.output_tok_s
+        xerr = None if fig_x.half_width is None else [[fig_x.mean - fig_x.low], [fig_x.high - fig_x.mean]]
+        yerr = None if fig_t.half_width is None else [[fig_t.mean - fig_t.low], [fig_t.high - fig_t.mean]]
+        star = label == summary.recommendation.primary
+        ax.errorbar([x], [fig_t.mean], xerr=xerr, yerr=yerr, fmt="*" if star else "o", ms=14 if star else 7,
+                    capsize=3, label=label + (" (recommended)" if star else ""))  # fmt: skip
+    if sla:
+        ax.axhline(sla, color="grey", linestyle="--", label=f"SLA {sla:,.0f} ms")
+    ax.set_xlabel("output tok/s per GPU")
+    ax.set_ylabel("TTFT p95 (ms)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _deciding_rows(summary: RunSummary) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for e in summary.engines:
+        rep = e.representative
+        if rep is None or rep.output_tok_s is None:
+            rows.append((e.label, "not measured", e.status or "", e.reason or ""))
+            continue
+        rate = rep.request_rate.text("{:,.2f}") + " req/s" if rep.request_rate else "–"
+        usd = f"${e.usd_per_mtok_output:,.3f} per M output tokens" if e.usd_per_mtok_output is not None else "–"
+        what = "SLA capacity, trials" if rep.source == "capacity" else f"grid point, concurrency {rep.concurrency}"
+        rows.append(
+            (e.label, f"{rep.output_tok_s.text()} output tok/s; {rate}", usd, f"{what}; {rep.requests} requests")
+        )
+    return rows
+
+
+def _not_measured(summary: RunSummary) -> list[str]:
+    out = []
+    engines = summary.config.get("engines") or []
+    if any((e.get("knobs") or {}).get("dummy_weights", True) for e in engines):
+        out.append("Dummy (random) weights: speed only; answer quality was not measured.")
+    for e in summary.engines:
+        if e.status in ("failed", "skipped", "partial"):
+            out.append(f"{e.label}: {e.status} ({e.reason or 'no reason recorded'}).")
+        elif e.representative is not None and e.representative.source != "capacity":
+            out.append(f"{e.label}: no SLA capacity with repeated trials; a single grid point stands for it.")
+    return out
+
+
+def first_page_html(summary: RunSummary) -> str:
+    """The first page's HTML (every user-supplied string escaped)."""
+    decision = summary.decision or {}
+    parts = []
+    if decision.get("contradiction"):
+        parts.append(f"<p class='pb-warn'><b>{esc(plain(decision['contradiction']))}</b></p>")
+    sentences = summary.recommendation.sentences
+    if sentences:
+        parts.append(f"<div class='pb-answer'>{esc(' '.join(plain(s) for s in sentences))}</div>")
+    else:
+        parts.append("<p class='pb-missing'>No recommendation could be made in this run (see step 7).</p>")
+    verdict: dict[str, Any] = decision.get("verdict") or {}
+    if verdict.get("text"):
+        parts.append(f"<p class='pb-note'><b>Confidence:</b> {esc(plain(verdict['text']))}</p>")
+    chart = tradeoff_png(summary)
+    if chart:
+        parts.append(f"<img alt='output per GPU against TTFT p95 for every configuration' src='{chart}'>")
+    rows = "".join(f"<tr>{''.join(f'<td>{esc(c)}</td>' for c in r)}</tr>" for r in _deciding_rows(summary))
+    parts.append(
+        "<table class='pb-meta'><thead><tr><th>configuration</th><th>throughput (95% CI)</th><th>cost</th>"
+        f"<th>measured as</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+    change = [plain(w) for w in decision.get("warnings") or [] if "Edge case" in w or "break-even" in w.lower()]
+    change += [plain(b["verdict"]) for b in decision.get("break_even") or [] if b.get("verdict")]
+    if change:
+        items = "".join(f"<li>{esc(c)}</li>" for c in change)
+        parts.append(f"<p><b>What would change the decision</b></p><ul>{items}</ul>")
+    missing = _not_measured(summary)
+    if missing:
+        parts.append(f"<p><b>Not measured in this run</b></p><ul>{''.join(f'<li>{esc(m)}</li>' for m in missing)}</ul>")
+    return "".join(parts)

@@ -1,0 +1,54 @@
+"""The report's first page: contradiction first, plain sentences, confidence, chart, deciding figures, gaps."""
+
+from helpers.report.first_page import first_page_html
+from helpers.run.summary import parse_summary
+
+XSS = "<img src=x onerror=alert(1)>"
+TIE = "`a` and `b` are a tie within noise (±4.0%, 3 and 3 trials)"
+DUMMY = {"dummy_weights": True}
+
+
+def summary(contradiction=None):
+    rep = {"label": "a", "engine": "vllm", "source": "capacity", "meets_sla": True,
+           "output_tok_s": {"mean": 1000.0, "low": 950.0, "high": 1050.0, "n": 3},
+           "ttft_ms_p95": {"mean": 800.0, "low": 700.0, "high": 900.0, "n": 3},
+           "request_rate": {"mean": 4.0, "low": 3.8, "high": 4.2, "n": 3}, "requests": 300}  # fmt: skip
+    return parse_summary(
+        {
+            "schema": 2,
+            "run_id": "r",
+            "recommendation": {"primary": f"a{XSS}", "backup": None, "sentences": ["Use `a` as the primary engine."]},
+            "engines": [
+                {
+                    "label": f"a{XSS}",
+                    "engine": "vllm",
+                    "status": "ok",
+                    "representative": rep,
+                    "usd_per_mtok_output": 0.5,
+                }
+            ],  # fmt: skip
+            "decision": {
+                "contradiction": contradiction,
+                "warnings": [],
+                "verdict": {"text": "`a` and `b` are a tie within noise (±4.0%, 3 and 3 trials)"},
+            },  # fmt: skip
+            "config": {
+                "sla": {"ttft_p95_ms": 2000},
+                "engines": [{"label": f"a{XSS}", "knobs": {"dummy_weights": True}}],
+            },
+        }
+    )
+
+
+def test_first_page_leads_with_the_contradiction_and_writes_plain_escaped_text():
+    html = first_page_html(summary("The measurements contradict the seed's decision tree: it points to vLLM, but X."))
+    assert html.index("contradict the seed") < html.index("Use a as the primary engine.")
+    assert "`" not in html and XSS not in html and "&lt;img src=x" in html
+    assert "Confidence:" in html and "tie within noise (±4.0%" in html
+    assert "data:image/png;base64," in html  # the trade-off chart
+    assert "1,000 ± 50 (n=3) output tok/s" in html and "$0.500 per M output tokens" in html
+    assert "Dummy (random) weights" in html  # what was not measured
+
+
+def test_no_contradiction_no_warning_line():
+    assert "contradict" not in first_page_html(summary())
