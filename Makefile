@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 READY := $(VENV)/.playbook-ready
 CONFIG ?= playbook/workloads/default.yaml
 
-.PHONY: report test bench lint venv engines models tools notebooks clean-runs
+.PHONY: report test bench reliability lint venv engines models tools notebooks clean-runs
 
 $(READY): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed")'
@@ -45,6 +45,11 @@ test: engines tools models
 
 bench: engines
 	@set -e; for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b; done
+
+# Faults injected into real CPU-engine runs (also run by `make bench`, which runs every benchmarks/*.py);
+# the full-disk fault mounts a 64 KiB tmpfs and is reported "not run" without root.
+reliability: engines
+	$(PY) benchmarks/bench_reliability.py
 
 lint: $(READY)
 	$(VENV)/bin/ruff check helpers tests scripts benchmarks

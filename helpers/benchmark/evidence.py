@@ -18,7 +18,8 @@ import httpx
 
 from helpers.benchmark.capacity import CapacitySearch, Measurement, Probe, judge, measurement_from_load
 from helpers.benchmark.stats import enough_trials
-from helpers.run.records import CapacitySummary, EngineResult, Point
+from helpers.core.text import label_slug
+from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
 
 if TYPE_CHECKING:
     from helpers.benchmark.run import EngineRun
@@ -276,3 +277,27 @@ def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary |
         if p not in kept:
             p.phase = "search"
     return summary
+
+
+def rebuild_from_points(run: EngineRun) -> EngineResult:
+    """A configuration rebuilt from the run folder alone (``playbook run --from-points``): nothing is launched.
+
+    The stored engine result when there is one, else a ``partial`` row rebuilt from the stored points;
+    the capacity is judged again from the stored probes with today's rules.
+    """
+    prev = load_engine_result(run.run_dir, run.spec.label)
+    result = prev or EngineResult(
+        label=run.spec.label,
+        engine=run.spec.engine,
+        status="partial",
+        reason="no engine result was saved (the run was stopped mid-way): rebuilt from its stored points",
+    )
+    folder = run.run_dir / "points" / label_slug(run.spec.label)
+    found = (load_point(p) for p in sorted(folder.glob("*.json")))
+    result.points = [p for p in found if p is not None]
+    if not result.points and prev is None:
+        result.status, result.reason = "skipped", "not measured in this run folder (re-rendered from points)"
+    run.result = result
+    if run.cfg.evidence.search.enabled:
+        result.capacity = rejudged_capacity(result, run)
+    return result

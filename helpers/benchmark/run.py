@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from helpers.benchmark.evidence import measure_evidence, rejudged_capacity
+from helpers.benchmark.evidence import measure_evidence, rebuild_from_points
 from helpers.benchmark.points import first_request, point_from, prepare_dataset
 from helpers.benchmark.roofline import point_bound
 from helpers.benchmark.sla import meets_sla
@@ -309,33 +309,10 @@ class EngineRun:
         ]
         return prev if all(p.is_file() for p in wanted) else None
 
-    def from_points(self) -> EngineResult:
-        """Rebuild this configuration from the run folder alone (``FROM_POINTS_ENV``): nothing is launched.
-
-        The stored engine result when there is one, else a ``partial`` row rebuilt from the stored points;
-        the capacity is judged again from the stored probes with today's rules.
-        """
-        prev = load_engine_result(self.run_dir, self.spec.label)
-        result = prev or EngineResult(
-            label=self.spec.label,
-            engine=self.spec.engine,
-            status="partial",
-            reason="no engine result was saved (the run was stopped mid-way): rebuilt from its stored points",
-        )
-        folder = self.run_dir / "points" / label_slug(self.spec.label)
-        found = (load_point(p) for p in sorted(folder.glob("*.json")))
-        result.points = [p for p in found if p is not None]
-        if not result.points and prev is None:
-            result.status, result.reason = "skipped", "not measured in this run folder (re-rendered from points)"
-        self.result = result
-        if self.cfg.evidence.search.enabled:
-            result.capacity = rejudged_capacity(result, self)
-        return result
-
     async def run(self) -> EngineResult:
         """Sweep the concurrency levels, then tune; never raises for engine trouble."""
         if os.environ.get(FROM_POINTS_ENV):
-            return self.from_points()
+            return rebuild_from_points(self)
         stored = self._stored()
         if stored is not None:
             self.say(f"{self.spec.label}: every point already measured in this run folder, kept")

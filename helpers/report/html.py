@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-import nbformat
-from nbformat.v4 import new_markdown_cell, new_notebook, new_output
+from typing import TYPE_CHECKING, Any
 
 from helpers.core.paths import TEMPLATES_DIR
+
+if TYPE_CHECKING:
+    import nbformat
+
 from helpers.report.first_page import first_page_html
 from helpers.report.index import hardware_text
 from helpers.report.notebook import STEP_TITLES, esc
@@ -88,6 +89,10 @@ def _report_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
 
 def merged_notebook(run_dir: Path) -> nbformat.NotebookNode:
     """One notebook: a header cell, then every executed notebook's cells after its parameters."""
+    # nbformat validates with jsonschema, whose import takes seconds: loaded only when a report is rendered
+    import nbformat
+    from nbformat.v4 import new_markdown_cell, new_notebook, new_output  # with nbformat, as above
+
     run_dir = Path(run_dir)
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     run_info = (

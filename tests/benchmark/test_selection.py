@@ -38,8 +38,13 @@ def test_meets_sla_is_ttft_itl_and_error_share():
 
 def test_the_highest_throughput_sla_point_represents_whatever_its_phase():
     tuned = point(16, "tune", 8, 1200.0, 800)
-    r = EngineResult(label="x", engine="vllm", points=[point(1, "sweep", 16, 100.0, 100), point(16, "sweep", 16, 900.0, 900), tuned,
-                                                         point(64, "sweep", 16, 2000.0, 5000)])  # fmt: skip
+    pts = [
+        point(1, "sweep", 16, 100.0, 100),
+        point(16, "sweep", 16, 900.0, 900),
+        tuned,
+        point(64, "sweep", 16, 2000.0, 5000),
+    ]
+    r = EngineResult(label="x", engine="vllm", points=pts)
     rep = representative(r, cfg(ttft_p95_ms=1000))
     assert rep.source == "grid" and rep.meets_sla
     assert (rep.phase, rep.concurrency, rep.knobs, rep.output_tok_s.mean) == ("tune", 16, {"max_num_seqs": 8}, 1200.0)

@@ -8,6 +8,7 @@ Every process it signals is a descendant of a pid the caller started.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import time
 from collections.abc import Callable
@@ -44,10 +45,10 @@ def engine_url(pid: int) -> str:
     return f"http://127.0.0.1:{cmd[cmd.index('--port') + 1]}"
 
 
-def metric(url: str, name: str, timeout: float = 2.0) -> float | None:
-    """One series of a server's ``/metrics`` (summed over labels), or None when it cannot be read."""
+def metric(url: str, name: str, timeout: float = 2.0, path: str = "/metrics") -> float | None:
+    """One series of a server's Prometheus page (summed over labels), or None when it cannot be read."""
     try:
-        return parse_page(httpx.get(url + "/metrics", timeout=timeout).text).get(name)
+        return parse_page(httpx.get(url + path, timeout=timeout).text).get(name)
     except (httpx.HTTPError, MetricsParseError):
         return None
 
@@ -88,3 +89,34 @@ def kill_all(pids: list[int]) -> None:
 def leftovers(folder: Path) -> list[str]:
     """Temporary files of atomic writes left anywhere under ``folder`` (there must be none)."""
     return sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*.tmp"))
+
+
+GARBAGE = [
+    b"#### not a row ####",
+    b"abc,def,ghi",
+    b"1700000000.5,12",
+    b"1700000000.5,\xff\xfe,3",
+    b'"open,1,2',
+    b"1,-4,2",
+]
+"""Garbage lines of a CSV trace: a comment, words, too few fields, bytes that are not UTF-8, a stray quote, a
+negative count."""
+
+
+def write_garbage_csv(path: Path, lines: int, rate: float = 0.01, seed: int = 0) -> int:
+    """Write a CSV trace (BOM, CRLF) of ``lines`` rows, ``rate`` of them garbage; return how many are garbage."""
+    rng, bad, t, buf = random.Random(seed), 0, 1_700_000_000.0, []
+    with open(path, "wb") as f:
+        f.write(b"\xef\xbb\xbfTIMESTAMP,ContextTokens,GeneratedTokens\r\n")
+        for _ in range(lines):
+            t += 0.01
+            if rng.random() < rate:
+                buf.append(GARBAGE[bad % len(GARBAGE)])
+                bad += 1
+            else:
+                buf.append(b"%.2f,%d,%d" % (t, rng.randint(1, 4000), rng.randint(1, 500)))
+            if len(buf) == 100_000:
+                f.write(b"\r\n".join(buf) + b"\r\n")
+                buf = []
+        f.write(b"\r\n".join(buf) + (b"\r\n" if buf else b""))
+    return bad

@@ -30,6 +30,13 @@ def blocks_needed(input_tokens: np.ndarray | int) -> np.ndarray | int:
 def _fast(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] | None:
     """Read a clean file in one pass with pyarrow; None when anything is off (the slow path explains)."""
     try:
+        return _fast_unchecked(path)
+    except Exception:  # noqa: BLE001 - e.g. keys that are not UTF-8: the line-by-line reader names the lines
+        return None
+
+
+def _fast_unchecked(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] | None:
+    try:
         # heavy; only the fast JSON-lines path needs it
         import pyarrow as pa
 

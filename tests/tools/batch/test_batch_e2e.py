@@ -164,31 +164,44 @@ def _mtimes(run_dir: Path) -> dict[str, int]:
     return {str(p.relative_to(run_dir)): p.stat().st_mtime_ns for p in sorted(run_dir.rglob("*")) if p.is_file()}
 
 
+def _end(proc: subprocess.Popen | None) -> None:
+    """Stop a batch this test started and left running (SIGTERM: it stops its cell, kernel and engine)."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory) -> Scenario:
     base = tmp_path_factory.mktemp("batch-e2e")
     local, ray_reports = base / "local", base / "ray"
+    first_log, ray_log = base / "first.stderr", base / "ray.stderr"
+    first = ray_proc = None
     t0 = time.monotonic()
     head = RayHead(base)
-    first_log = base / "first.stderr"
     try:
+        address = head.wait_ready()  # before the batches: Ray's start needs the CPU more than they do
         with open(first_log, "wb") as err:
             first = subprocess.Popen(_batch(local), stdout=subprocess.DEVNULL, stderr=err, cwd=REPO_ROOT)
-        address = head.wait_ready()
-        with open(base / "ray.stderr", "wb") as err:
+        with open(ray_log, "wb") as err:
             ray_proc = subprocess.Popen(
                 _batch(ray_reports, "--executor", "ray", "--address", address),
                 stdout=subprocess.PIPE, stderr=err, cwd=REPO_ROOT,
             )  # fmt: skip
-        _wait_for(lambda: f"cell {CELLS[1]}: started" in _text(first_log), 600, "the local batch's second cell", first)
+        _wait_for(lambda: f"cell {CELLS[1]}: started" in _text(first_log), 900, "the local batch's second cell", first)
         os.kill(first.pid, signal.SIGKILL)  # mid-way: the first cell is done, the second has begun
         first.wait()
         kept = _mtimes(local / RUNS[0])
-        second = subprocess.run(_batch(local), capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
-        out, _ = ray_proc.communicate(timeout=600)
-        ray_run = subprocess.CompletedProcess(ray_proc.args, ray_proc.returncode, out.decode(),
-                                              (base / "ray.stderr").read_text(encoding="utf-8"))  # fmt: skip
+        second = subprocess.run(_batch(local), capture_output=True, text=True, cwd=REPO_ROOT, timeout=900)
+        out, _ = ray_proc.communicate(timeout=900)
+        ray_run = subprocess.CompletedProcess(ray_proc.args, ray_proc.returncode, out.decode(), _text(ray_log))
     finally:
+        _end(first)
+        _end(ray_proc)
         head.stop()
     seconds = time.monotonic() - t0
     print(f"\n[batch e2e] local (killed + resumed) and Ray batches: {seconds:.0f} s")
