@@ -189,7 +189,7 @@ def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineSc
         money = {k: _f(k, p[k]) for k in ("price_per_hour", "tco_monthly_usd", "gpu_monthly_usd", "ops_monthly_usd")}
         boundary = _boundary(p["label"], res["backup"], res["break_even"])
         out.append(
-            f"At the profiled peak of {demand} this takes {_f('gpus', p['gpus'])} × `{p['priced_as']}` at "
+            f"At the sized demand of {demand} this takes {_f('gpus', p['gpus'])} × `{p['priced_as']}` at "
             f"${money['price_per_hour']}/h, ${money['tco_monthly_usd']}/month TCO "
             f"(${money['gpu_monthly_usd']} hardware + ${money['ops_monthly_usd']} operations, "
             f"ops hours partly assumed); {boundary}."
