@@ -35,13 +35,27 @@ def word_id_range(model_dir: Path) -> tuple[int, int]:
     return FIRST_WORD_ID, int(vocab)
 
 
-def _words(rng: random.Random, n: int, ids: tuple[int, int]) -> list[str]:
-    return [f"w{rng.randrange(*ids)}" for _ in range(n)]
+ONE_TOKEN_WORDS_FILE = "playbook_words.json"
+"""A real model's list of words that its tokenizer reads as one token each (written at model set-up)."""
+
+
+def vocabulary(model_dir: Path) -> tuple[int, int] | list[str]:
+    """What prompts are made of: the real model's one-token words when it lists them, else ``w<i>`` ids."""
+    words = Path(model_dir) / ONE_TOKEN_WORDS_FILE
+    if words.is_file():
+        return list(json.loads(words.read_text(encoding="utf-8"))["words"])
+    return word_id_range(model_dir)
+
+
+def _words(rng: random.Random, n: int, vocab: tuple[int, int] | list[str]) -> list[str]:
+    if isinstance(vocab, list):
+        return [vocab[rng.randrange(len(vocab))] for _ in range(n)]
+    return [f"w{rng.randrange(*vocab)}" for _ in range(n)]
 
 
 def make_prompts(shapes: list[RequestShape], model_dir: Path, seed: int = 0) -> list[dict]:
     """One dataset row per shape: ``prompt`` of exactly ``input_tokens`` words and ``output_tokens_count``."""
-    vocab = word_id_range(model_dir)
+    vocab = vocabulary(model_dir)
     rng = random.Random(seed)
     prefixes: dict[tuple[int, int], list[str]] = {}
     rows = []
