@@ -55,6 +55,7 @@ def replayed(tmp_path_factory) -> tuple[Path, Path]:
             "max_seconds_per_point": 120,
         },
         "sla": {"ttft_p95_ms": 5000},
+        "evidence": {"search": {"enabled": False}},  # the replay is tested here; the evidence in the playbook e2e
         "cost": {"gpu": "cpu-2core"},
     }
     path = base / "replay.yaml"
