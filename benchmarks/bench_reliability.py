@@ -149,6 +149,7 @@ def fault_kill_engine(b: Bench) -> list[dict]:
     os.kill(pid, signal.SIGKILL)
     rc = proc.wait(900)
     orphans = faults.pids_alive(tree)
+    left = faults.describe(orphans)
     faults.kill_all(orphans)
     row, report = b.row(rid), (b.reports / rid / "report.html").is_file()
     return [
@@ -156,7 +157,7 @@ def fault_kill_engine(b: Bench) -> list[dict]:
             "fault": "engine killed by pid mid-point",
             "injected": f"SIGKILL of the engine (pid {pid}) with c=4 requests in flight",
             "survived": f"exit {rc}, report {'rendered' if report else 'MISSING'}"
-            + (f"; {len(orphans)} engine processes left running (killed)" if orphans else ""),
+            + (f"; left running: {left} (killed here)" if orphans else "; no engine process left"),
             "lost": lost(b, rid, kept) + "; in flight: c=4 not saved (re-measured on resume)",
             "named": f"engine row: {row.get('status')}: {row.get('reason')}"
             + (" + log tail" * bool(row.get("log_tail"))),
@@ -176,6 +177,7 @@ def fault_hang(b: Bench) -> list[dict]:
         rc = proc.wait(1200)
     finally:
         left = faults.pids_alive(tree)
+        what = faults.describe(left)
         faults.kill_all(left)  # SIGCONT then SIGKILL whatever the run left
     took = time.monotonic() - t0
     row, p1 = b.row(rid), b.point(rid, 1)
@@ -186,7 +188,7 @@ def fault_hang(b: Bench) -> list[dict]:
             "fault": "hung engine (SIGSTOP) with requests in flight",
             "injected": f"SIGSTOP of the engine (pid {pid}) during c=1, never continued",
             "survived": f"exit {rc}, {took:.0f} s after the stop"
-            + (f"; {len(left)} engine processes left (killed)" if left else "; engine stopped by the run"),
+            + (f"; left running: {what} (killed here)" if left else "; engine stopped by the run"),
             "lost": f"finished: 0; {saved}",
             "named": f"engine row: {row.get('status')}: {row.get('reason')}",
             "ok": rc == 0 and not left and "not answering" in str(row.get("reason")),
@@ -263,7 +265,7 @@ def fault_full_disk(b: Bench) -> list[dict]:
             "survived": f"exit {rc} (step 5 stopped, report rendered); resume exit {rc2}, "
             + ("c=4 measured" if resumed else "NOT resumed"),
             "lost": f"{result}; temp files left: {len(tmp_left)}; truncated: {len(truncated)}",
-            "named": "run.json: " + failure.replace(str(b.reports), "reports")[:160],
+            "named": "run.json: " + failure.replace(str(b.reports), "reports").split("; the previous")[0],
             "ok": rc == 0 and rc2 == 0 and resumed and not tmp_left and not truncated and "No space" in failure,
         }
     ]
@@ -283,7 +285,7 @@ def fault_kill_run(b: Bench) -> list[dict]:
         faults.wait_for("kernel and engine gone", lambda: not faults.pids_alive(tree), 120, 0.2)
         gone = f"kernel and engine gone {time.monotonic() - t0:.1f} s after the kill"
     except TimeoutError:
-        gone = f"{len(faults.pids_alive(tree))} processes still running after 120 s (killed)"
+        gone = f"left running 120 s after the kill: {faults.describe(faults.pids_alive(tree))} (killed here)"
         faults.kill_all(faults.pids_alive(tree))
     stale = (b.reports / rid / LOCK_NAME).is_file()
     rc = b.start(rid).wait(900)

@@ -7,13 +7,13 @@ whatever the run produced and says which notebook failed.
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
 
+from helpers.core.atomic import write_json_atomic, write_text_atomic
 from helpers.core.config import PlaybookConfig, load_config, public_dict
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
 from helpers.core.secrets import known_secrets, redact
@@ -43,7 +43,7 @@ def _redact_notebook(path: Path, secrets: list[str]) -> None:
     text = path.read_text(encoding="utf-8")
     clean = redact(text, secrets)
     if clean != text:
-        path.write_text(clean, encoding="utf-8")
+        write_text_atomic(path, clean)
 
 
 def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, log_output: bool) -> str | None:
@@ -105,7 +105,7 @@ def _run_locked(
     """The body of ``run_playbook``, run while its run folder is locked (``helpers.run.lock``)."""
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
     cfg_copy = run_dir / "config.yaml"
-    cfg_copy.write_text(yaml.safe_dump(public_dict(cfg), sort_keys=False), encoding="utf-8")
+    write_text_atomic(cfg_copy, yaml.safe_dump(public_dict(cfg), sort_keys=False))  # a full disk: never half a file
     secrets = known_secrets(cfg)
     failures: dict[str, str] = {}
     timings: dict[str, float] = {}
@@ -121,10 +121,7 @@ def _run_locked(
         if err:
             failures[nb.name] = redact(err, secrets)
             print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)
-    (run_dir / "run.json").write_text(
-        json.dumps({"run_id": run_id, "failures": failures, "notebook_seconds": timings}, indent=2),
-        encoding="utf-8",
-    )
+    write_json_atomic(run_dir / "run.json", {"run_id": run_id, "failures": failures, "notebook_seconds": timings})
     write_summary(run_dir, cfg)
     report = render_report(run_dir)
     write_index(Path(reports_dir))

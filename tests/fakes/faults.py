@@ -120,3 +120,26 @@ def write_garbage_csv(path: Path, lines: int, rate: float = 0.01, seed: int = 0)
                 buf = []
         f.write(b"\r\n".join(buf) + (b"\r\n" if buf else b""))
     return bad
+
+
+def describe(pids: list[int]) -> str:
+    """What the processes are, counted by kind (``2 guidellm worker, VLLM::EngineCore``); '' for none."""
+    kinds: dict[str, int] = {}
+    for pid in pids:
+        try:
+            cmd = " ".join(psutil.Process(pid).cmdline())
+        except psutil.NoSuchProcess:
+            continue
+        kind = (
+            "resource tracker"
+            if "resource_tracker" in cmd
+            else "guidellm worker"
+            if "spawn_main" in cmd
+            else "kernel fork"
+            if "ipykernel_launcher" in cmd
+            else "engine"
+            if "api_server" in cmd
+            else cmd.split()[0].rsplit("/", 1)[-1]
+        )
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{n} {k}" if n > 1 else k for k, n in sorted(kinds.items()))
