@@ -25,7 +25,7 @@ from helpers.report.index import write_index
 from helpers.tools.batch.executors import EXECUTORS
 from helpers.tools.batch.executors.base import CellOutcome, CellTask, ExecutorSpec
 from helpers.tools.batch.figures import cell_figures
-from helpers.tools.batch.index import BatchRecord, CellRow, write_batch_index
+from helpers.tools.batch.index import BatchRecord, CellRow, read_record, write_batch_index
 from helpers.tools.batch.matrix import AXES, Batch, Cell, load_batch
 from helpers.tools.batch.progress import Progress
 from helpers.tools.batch.resume import Decision, decide, move_aside, wait_for_previous_run
@@ -134,12 +134,16 @@ def run_batch(
     kept = [c for c in batch.cells if decisions[c.cell].action == "keep"]
     progress = Progress([c.cell for c in batch.cells], [c.cell for c in kept], stream=stream)
     book = _Book(batch, spec, reports_dir, progress)
+    previous = read_record(folder)
+    before = {r.run_id: r for r in previous.cells} if previous else {}
     tasks = []
     for c in batch.cells:
         d = decisions[c.cell]
         run_dir = reports_dir / c.run_id
         if d.action == "keep":
-            book.rows[c.cell] = finished_row(book.rows[c.cell].model_copy(update={"kept": True}), run_dir)
+            earlier = before.get(c.run_id)  # its wall time and host, from the batch run that made it
+            ran = {"seconds": earlier.seconds, "where": earlier.where} if earlier else {}
+            book.rows[c.cell] = finished_row(book.rows[c.cell].model_copy(update={"kept": True, **ran}), run_dir)
             progress.note(f"cell {c.cell}: kept ({d.why}): {run_dir}")
             continue
         if d.action == "replace":

@@ -108,6 +108,7 @@ def test_a_second_run_keeps_finished_cells_and_runs_only_the_rest(write_matrix, 
     assert kept_summary.stat().st_mtime_ns == before
     assert "cell tiny-4l_cpu: kept (finished earlier with the same config)" in err
     assert [(c.status, c.kept) for c in record.cells] == [("ok", False), ("ok", True)]
+    assert (record.cells[1].seconds, record.cells[1].where) == (2.0, "testhost"), "a kept cell keeps its wall time"
 
 
 def test_a_changed_cell_config_moves_the_old_folder_aside(write_matrix, tmp_path):
