@@ -11,6 +11,8 @@
 #   bench CONFIG LABEL [S] [ARG...]
 #                           guidellm vs `vllm bench serve` on that config's vLLM engine (make bench's script;
 #                           ARGs go to it, e.g. --concurrency 16 --rounds 4)
+#   bench-sglang CONFIG LABEL [S] [ARG...]
+#                           the same against `sglang.bench_serving` on that config's SGLang engine
 set -uo pipefail
 PB=${PB:-/tmp/pb}
 PY=${PLAYBOOK_PYTHON:-$(command -v python3)}
@@ -50,11 +52,16 @@ case "$cmd" in
     timeout -k 60 "$limit" "$PY" -m helpers.tools.cli run "$config" --run-id "$run_id" "$@"
     rc=$?
     out=${OUT:-$PB/out}; mkdir -p "$out"
-    tar -C reports -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"
+    # the generated datasets (data/) are rebuilt from the config: left out to keep the tarball small
+    tar -C reports --exclude="$run_id/data" -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"
     exit $rc ;;
   bench)
     config=$1; label=$2; limit=${3:-560}; shift 3 2>/dev/null || shift $#
     runtime_env
     timeout -k 60 "$limit" "$PY" benchmarks/bench_loadgen_vs_vllm.py --config "$config" --engine "$label" "$@" ;;
-  *) sed -n 2,13p "$0"; exit 2 ;;
+  bench-sglang)
+    config=$1; label=$2; limit=${3:-560}; shift 3 2>/dev/null || shift $#
+    runtime_env
+    timeout -k 60 "$limit" "$PY" benchmarks/bench_loadgen_vs_sglang.py --config "$config" --engine "$label" "$@" ;;
+  *) sed -n 2,15p "$0"; exit 2 ;;
 esac

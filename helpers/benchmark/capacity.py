@@ -1,13 +1,9 @@
 """SLA capacity search: the highest load an engine serves within the SLA, and sustains.
 
-A load (an offered request rate, or a concurrency) *passes* when its TTFT p95 (and ITL p95, when
-limited) is within the SLA, errors stay under their share, and the engine keeps up: it served at least
-``min_sustained_ratio`` of the rate it was offered and its queue did not grow over the trial. An
-open-loop load past the engine's capacity can look fine on latency for a short trial while its queue
-builds; the sustained test is what rules it out. A trial whose client sent requests late (its p95 lag
-behind the arrival schedule over ``max_client_lag_ms``) did not deliver the load it was asked for: it
-is measured again (``retries``) and, still late, counts as failed: the capacity is not claimed beyond
-what the client could drive.
+What makes one load pass (within the SLA, sustained, delivered) is ``helpers.benchmark.probe``. A trial
+whose client sent requests late (its p95 lag behind the arrival schedule over ``max_client_lag_ms``) did
+not deliver the load it was asked for: it is measured again (``retries``) and, still late, counts as
+failed: the capacity is not claimed beyond what the client could drive.
 
 The search (after the method of vLLM's ``bench sweep`` SLA search and Vidur's capacity search, our
 own code): a geometric sweep from ``start`` (× ``growth``) up to the first failing load, or down from
@@ -27,74 +23,16 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from helpers.benchmark.probe import Axis, CapacityResult, Measurement, Probe, SlaLimits, judge
 from helpers.benchmark.stats import inflight_samples, queue_trend
 from helpers.core.config import SLA
 from helpers.measure.loadgen import LoadResult
 
-Axis = Literal["rate", "concurrency"]
-
-
-class _Record(BaseModel):
-    """Base of the capacity records: unknown keys are rejected."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class SlaLimits(_Record):
-    """What a load must meet to pass (the config's ``SLA`` has the same fields and is accepted as well)."""
-
-    ttft_p95_ms: float = Field(gt=0, description="Time to first token, 95th percentile, at most (ms).")
-    itl_p95_ms: float | None = Field(default=None, gt=0, description="Inter-token latency p95 at most (ms).")
-    max_error_share: float = Field(default=0.01, ge=0, le=1, description="Errored / sent requests at most.")
-
-
-class Measurement(_Record):
-    """What one trial at one load measured (the search sets ``load`` and ``axis``)."""
-
-    load: float = Field(description="Offered request rate (req/s) or concurrency.")
-    axis: Axis = "rate"
-    ttft_p95_ms: float | None
-    itl_p95_ms: float | None = None
-    error_share: float = 0.0
-    offered_rate: float | None = Field(default=None, description="Requests the client really sent per second.")
-    achieved_rate: float | None = Field(default=None, description="Requests served per second.")
-    queue_growth: float | None = Field(default=None, description="Queue slope over the trial (requests/s).")
-    queue_growing: bool | None = Field(default=None, description="QueueTrend.growing; None: not sampled.")
-    requests: int = Field(description="Requests that completed.")
-    client_lag_p95_ms: float | None = Field(default=None, description="How late the client sent (p95).")
-
-
-class Probe(Measurement):
-    """A judged measurement: sustained, within the SLA, and why."""
-
-    sustained: bool
-    meets_sla: bool
-    delivered: bool = Field(default=True, description="The client sent on schedule (lag within the limit).")
-    why: str
-
-    @property
-    def passed(self) -> bool:
-        """Within the SLA and sustained: this load counts toward the capacity."""
-        return self.sustained and self.meets_sla and self.delivered
-
-
-class CapacityResult(_Record):
-    """The outcome of a search: the capacity, the bracket around it, and every probe."""
-
-    axis: Axis
-    capacity: float | None = Field(description="Highest load that met the SLA and was sustained.")
-    bracket_low: float | None = Field(description="Highest passing load.")
-    bracket_high: float | None = Field(description="Lowest failing load above it.")
-    bounded: bool = Field(description="A passing and a failing load bracket the capacity.")
-    converged: bool = Field(description="The bracket is within the tolerance.")
-    note: str
-    probes: list[Probe]
-    tolerance: float
+__all__ = ["CapacitySearch", "Measurement", "Probe", "SlaLimits", "judge", "search_capacity", "search_capacity_sync"]
 
 
 def measurement_from_numbers(
@@ -132,77 +70,34 @@ def measurement_from_load(
 ) -> Measurement:
     """A ``Measurement`` from a guidellm ``LoadResult`` (``run_rate`` fills every field this reads).
 
-    Offered is the rate really sent, achieved the rate of successful completions (each over its own
-    span); without ``queue_samples`` the queue is the requests in flight, from the send/finish times.
+    Offered is the rate really sent; achieved the rate of completions over the steady window (first
+    finish to last send). The queue is growing when either the server's waiting requests
+    (``queue_samples`` from ``/metrics``) or the client's requests in flight (from the send/finish
+    times) grew: an engine that admits the whole overload into its running batch keeps its waiting
+    queue empty, and only the requests in flight show it.
     """
     if load is None:
         load = result.offered_rate
     if load is None:
         raise ValueError("load is needed: this result has no offered_rate (not from run_rate)")
-    if queue_samples is None and result.request_starts_s:
-        queue_samples = inflight_samples(result.request_starts_s, result.request_ends_s)
+    inflight = inflight_samples(result.request_starts_s, result.request_ends_s) if result.request_starts_s else []
     rates = {"offered_rate": result.sent_rate, "achieved_rate": result.completed_rate}
     p95s = {"ttft_p95_ms": result.ttft_ms.get("p95"), "itl_p95_ms": result.itl_ms.get("p95")}
-    return measurement_from_numbers(
+    m = measurement_from_numbers(
         load,
         result.ttft_values_ms,
         axis=axis,
         errors=result.errors,
-        queue_samples=queue_samples,
+        queue_samples=queue_samples or inflight or None,
         **rates,
         **p95s,
         client_lag_p95_ms=result.dispatch_delay_p95_ms,
     )
-
-
-def _check(name: str, value: float | None, limit: float, fmt: str, fails: list[str], oks: list[str]) -> None:
-    """Add '<name> <value> ms > <limit> ms' to ``fails``, or its '≤' to ``oks``."""
-    if value is None or not math.isfinite(value):
-        fails.append(f"{name} not measured")
-    else:
-        (fails if value > limit else oks).append(
-            f"{name} {value:{fmt}} ms {'>' if value > limit else '≤'} {limit:{fmt}} ms"
-        )
-
-
-def judge(
-    m: Measurement, limits: SlaLimits | SLA, min_sustained_ratio: float = 0.95, max_client_lag_ms: float | None = None
-) -> Probe:
-    """Decide whether one measured load meets the SLA and was sustained, with the reasons.
-
-    Sustained: the achieved rate is at least ``min_sustained_ratio`` of the offered one and the queue
-    did not grow (either check is skipped, and says so, when its inputs were not measured, as for a
-    closed-loop concurrency point). Delivered: the client's p95 lag is within ``max_client_lag_ms``.
-    """
-    fails: list[str] = []
-    oks: list[str] = []
-    if m.requests == 0:
-        fails.append("no request completed")
-    else:
-        _check("TTFT p95", m.ttft_p95_ms, limits.ttft_p95_ms, ",.0f", fails, oks)
-        if limits.itl_p95_ms is not None and m.itl_p95_ms is not None:  # as sla.meets_sla: unmeasured ITL passes
-            _check("ITL p95", m.itl_p95_ms, limits.itl_p95_ms, ",.1f", fails, oks)
-    if m.error_share > limits.max_error_share:
-        fails.append(f"errors {m.error_share:.1%} > {limits.max_error_share:.1%}")
-    unsustained: list[str] = []
-    if m.offered_rate and m.achieved_rate is not None:
-        ratio = m.achieved_rate / m.offered_rate
-        rates = f"served {m.achieved_rate:,.2f} of {m.offered_rate:,.2f} req/s offered ({ratio:.0%})"
-        (oks if ratio >= min_sustained_ratio else unsustained).append(
-            rates if ratio >= min_sustained_ratio else f"{rates} < {min_sustained_ratio:.0%}"
-        )
-    elif m.requests:
-        oks.append("rates not measured (closed loop)" if m.axis == "concurrency" else "rates not measured")
-    if m.queue_growing:
-        slope = f" (+{m.queue_growth:,.2f}/s)" if m.queue_growth is not None else ""
-        unsustained.append(f"queue grew over the trial{slope}")
-    elif m.queue_growing is False:
-        oks.append("queue flat")
-    late = max_client_lag_ms is not None and (m.client_lag_p95_ms or 0.0) > max_client_lag_ms
-    lag = [f"client sent late (p95 {m.client_lag_p95_ms:,.0f} ms > {max_client_lag_ms:,.0f} ms)"] if late else []
-    why = "; ".join(fails + unsustained + lag) or "; ".join(oks)
-    sustained = m.requests > 0 and not unsustained
-    return Probe(**m.model_dump(), sustained=sustained, meets_sla=not fails, delivered=not late, why=why)
+    client = queue_trend(inflight) if queue_samples and inflight else None
+    update: dict[str, Any] = {"steady_window_s": result.steady_window_s}
+    if client is not None and client.growing and not m.queue_growing:
+        update |= {"queue_growing": True, "queue_growth": client.slope_per_s}
+    return m.model_copy(update=update)
 
 
 def _as_measurement(m: Measurement | Mapping[str, Any], load: float, axis: Axis) -> Measurement:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from helpers.benchmark.capacity import CapacitySearch, Measurement, Probe, judge, measurement_from_load
+from helpers.benchmark.sla import meets_sla
 from helpers.benchmark.stats import enough_trials
 from helpers.core.text import label_slug
 from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
@@ -25,22 +26,45 @@ if TYPE_CHECKING:
     from helpers.benchmark.run import EngineRun
 
 
-def probe_requests(run: EngineRun, load: float) -> int:
-    """Requests of one probe or trial: about ``probe_seconds`` of arrivals, within the configured bounds."""
+LATENCY_SPANS = 3.0
+"""A probe offers arrivals for at least this many request latencies, so that its steady window is long."""
+
+
+def probe_requests(run: EngineRun, load: float, latency_s: float | None = None) -> int:
+    """Requests of one probe or trial: about ``probe_seconds`` of arrivals, within the configured bounds.
+
+    With the request latency seen so far (``latency_s``: the last passing probe's, else the grid's),
+    the arrivals span at least ``LATENCY_SPANS`` latencies: a probe shorter than a few latencies ends
+    before its first requests finish and shows no steady window (and so no served rate).
+    """
     s = run.cfg.evidence.search
-    want = load * s.probe_seconds if s.axis == "rate" else load * max(2, s.probe_seconds / 5)
+    seconds = max(s.probe_seconds, LATENCY_SPANS * (latency_s or 0.0))
+    want = load * seconds if s.axis == "rate" else load * max(2, seconds / 5)
     return int(min(s.max_requests, max(s.min_requests, math.ceil(want))))
 
 
+def latency_estimate(points: list[Point]) -> float | None:
+    """The median end-to-end latency (s) of the most recent passing probe, else the slowest grid point's."""
+    passing = [p for p in points if p.phase == "search" and p.probe and Probe.model_validate(p.probe).passed]
+    pool = passing[-1:] or [p for p in points if p.phase == "sweep"]
+    lat = [p.e2e_ms_p50 for p in pool if p.e2e_ms_p50]
+    return max(lat) / 1000.0 if lat else None
+
+
 def start_load(result: EngineResult, run: EngineRun) -> float:
-    """The search's first load: configured, else what the lowest grid point sustained (surely served)."""
+    """The search's first load: configured, else the rate of the busiest grid point within the SLA.
+
+    That closed-loop point served its rate within the SLA (the lowest grid point when none did), so
+    the search starts near the edge rather than doubling up from one request at a time.
+    """
     s = run.cfg.evidence.search
     if s.start is not None:
         return s.start
     sweep = sorted((p for p in result.points if p.phase == "sweep" and p.requests > 0), key=lambda p: p.concurrency)
+    within = [p for p in sweep if meets_sla(p, run.cfg.sla)] or sweep[:1]
     if s.axis == "concurrency":
-        return float(sweep[0].concurrency) if sweep else 1.0
-    return max(0.05, sweep[0].req_s) if sweep else 1.0
+        return float(within[-1].concurrency) if within else 1.0
+    return max(0.05, max(p.req_s for p in within)) if within else 1.0
 
 
 DRAIN_SHARE = 0.9
@@ -118,15 +142,16 @@ async def search(run: EngineRun) -> CapacitySummary | None:
         tolerance=s.tolerance,
         max_probes=s.max_probes,
         min_sustained_ratio=s.min_sustained_ratio,
+        max_client_lag_ms=s.max_client_lag_ms,
+        retries=s.retries,
         reuse=reuse,
     )
     while (load := machine.next_load()) is not None:
         probe = machine.take_reused(load)
         if probe is None:
             attempt = sum(1 for p in machine.probes if p.load == load)
-            got = await run.measure_load(
-                phase="search", load=load, tag=f"{load:.5g}-{attempt}", requests=probe_requests(run, load)
-            )
+            n = probe_requests(run, load, latency_estimate(result.points))
+            got = await run.measure_load(phase="search", load=load, tag=f"{load:.5g}-{attempt}", requests=n)
             if got is None:
                 return None
             point, res, queue = got
@@ -153,16 +178,17 @@ async def search(run: EngineRun) -> CapacitySummary | None:
 
 
 def _trials_meet_sla(run: EngineRun, done: list[Point]) -> bool:
-    """Whether the trials, on average, hold the SLA (the representative's own test)."""
+    """Whether the trials, on average, hold the SLA (the representative's own test) and each one kept up."""
     ttft = [p.ttft_ms_p95 for p in done if p.ttft_ms_p95 is not None]
     sla = run.cfg.sla
     errors_ok = all(p.errors <= sla.max_error_share * (p.requests + p.errors) for p in done)
-    return bool(ttft) and sum(ttft) / len(ttft) <= sla.ttft_p95_ms and errors_ok
+    kept_up = all(Probe.model_validate(p.probe).sustained for p in done if p.probe)
+    return bool(ttft) and sum(ttft) / len(ttft) <= sla.ttft_p95_ms and errors_ok and kept_up
 
 
 async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, notes: list[str]) -> list[Point] | None:
     """Trials at ``load`` until the throughput interval is tight enough; None if the engine died."""
-    t = run.cfg.evidence.trials
+    t, s = run.cfg.evidence.trials, run.cfg.evidence.search
     done: list[Point] = []
     for i in range(t.max_trials):
         tag = f"t{i}" if round_ == 0 else f"s{round_}-t{i}"
@@ -171,12 +197,15 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
             if reset and (why := _reset_cache(run)):
                 notes.append(why)
                 reset = False
-            got = await run.measure_load(
-                phase="trial", load=load, tag=tag, requests=probe_requests(run, load), warmup=t.warmup_requests
-            )
+            n = probe_requests(run, load, latency_estimate(run.result.points))
+            got = await run.measure_load(phase="trial", load=load, tag=tag, requests=n, warmup=t.warmup_requests)
             if got is None:
                 return None
-            stored = got[0]
+            stored, res, queue = got
+            m = measurement_from_load(res, load=load, axis=run.cfg.evidence.search.axis, queue_samples=queue or None)
+            sent = res.requests + res.errors + res.incomplete
+            probe = judge(sustained_view(m, stored, sent), run.cfg.sla, s.min_sustained_ratio, s.max_client_lag_ms)
+            stored.probe, stored.verdict = probe.model_dump(mode="json"), probe.why
             stored.trial = i
             run.save(stored, tag=tag)
         done.append(stored)
@@ -205,7 +234,7 @@ async def trials(run: EngineRun, cap: CapacitySummary, max_steps_down: int = 2) 
             return False
         if _trials_meet_sla(run, done) or round_ == max_steps_down:
             break
-        notes.append(f"trials at {load:.4g} missed the SLA on average: stepped down")
+        notes.append(f"trials at {load:.4g} missed the SLA on average or fell behind: stepped down")
         for p in done:
             p.phase = "search"  # kept as evidence of the edge, no longer the representative's trials
             run.save(p, tag=f"{p.offered_rate or p.concurrency:.5g}-trial{p.trial}")

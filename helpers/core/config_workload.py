@@ -162,6 +162,10 @@ class CapacitySearch(_Strict):
     min_sustained_ratio: float = Field(
         default=0.95, gt=0, le=1, description="Served / sent rate below this: the load is not sustained."
     )
+    max_client_lag_ms: float | None = Field(
+        default=100.0, gt=0, description="The client's p95 send lag above this: the load was not delivered."
+    )
+    retries: int = Field(default=1, ge=0, description="Times a load the client delivered late is measured again.")
 
 
 class Trials(_Strict):

@@ -46,7 +46,8 @@ class LoadResult:
     # Open-loop points (``run_rate``) and the capacity search read these; older callers ignore them.
     offered_rate: float | None = None  # the arrival rate asked of guidellm (req/s); None for concurrency points
     sent_rate: float | None = None  # requests sent / their sending span: the rate the client really offered
-    completed_rate: float | None = None  # successful requests / their completion span: the rate served
+    completed_rate: float | None = None  # completions per second over the steady window: the rate served
+    steady_window_s: float | None = None  # first finish to last send (s); None: fewer than two requests
     dispatch_delay_p95_ms: float | None = None  # how late guidellm sent requests against its schedule
     request_starts_s: list[float] = field(default_factory=list)  # every request sent, s after the first send
     request_ends_s: list[float | None] = field(default_factory=list)  # same order; None: still in flight
@@ -103,6 +104,33 @@ def _span_rate(times: list[float]) -> float | None:
     return (len(times) - 1) / (max(times) - min(times))
 
 
+STEADY_MIN_COMPLETIONS = 10
+STEADY_MIN_SHARE = 0.25
+"""A steady window shorter than this share of the sending span (or with fewer completions) gives no served rate."""
+
+
+def _steady_rate(rows: list[tuple[float, float | None, bool]]) -> tuple[float | None, float | None]:
+    """Completions per second between the first finish and the last send, and that window's length (s).
+
+    While load is offered and the engine keeps up, completions there arrive at the offered rate; past
+    its capacity they arrive at the engine's own rate. Counting over the completions' own span instead
+    reads an overloaded engine that finishes a whole batch at once as serving several times the offer.
+    None (rate) when the window is under ``STEADY_MIN_SHARE`` of the sending span or holds fewer than
+    ``STEADY_MIN_COMPLETIONS`` completions.
+    """
+    sends = [row[0] for row in rows]
+    done = sorted(row[1] for row in rows if row[2] and row[1] is not None)
+    if len(sends) < 2:
+        return None, None
+    lo = done[0] if done else max(sends)
+    hi = max(sends)
+    window = hi - lo
+    inside = sum(1 for t in done if t <= hi)
+    if window < STEADY_MIN_SHARE * (hi - min(sends)) or inside < STEADY_MIN_COMPLETIONS or window <= 0:
+        return None, window
+    return (inside - 1) / window, window
+
+
 def _request_timing(requests: dict[str, Any]) -> dict[str, Any]:
     """Send/finish times of every request of a benchmark dump, and the rates and client lag they give."""
     rows = []  # (start, end or None, succeeded)
@@ -119,9 +147,11 @@ def _request_timing(requests: dict[str, Any]) -> dict[str, Any]:
                 delays.append(1000.0 * float(delay))
     rows.sort(key=lambda row: row[0])
     t0 = rows[0][0] if rows else 0.0
+    steady = _steady_rate(rows)
     return {
         "sent_rate": _span_rate([row[0] for row in rows]),
-        "completed_rate": _span_rate([row[1] for row in rows if row[2] and row[1] is not None]),
+        "completed_rate": steady[0],
+        "steady_window_s": steady[1],
         "dispatch_delay_p95_ms": float(np.percentile(delays, 95)) if delays else None,
         "request_starts_s": [row[0] - t0 for row in rows],
         "request_ends_s": [None if row[1] is None else row[1] - t0 for row in rows],

@@ -255,3 +255,54 @@ def test_search_finds_the_fake_engines_edge_through_guidellm(tmp_path, monkeypat
     assert not over.passed and over.achieved_rate < 0.95 * over.offered_rate, trail
     assert r.bounded and r.converged, r.note
     assert abs(r.capacity - mu) / mu <= 0.05, trail
+
+
+def _dump(starts, ends):
+    """A guidellm-like request dump: successful requests with send and finish times (epoch seconds)."""
+    rows = zip(starts, ends, strict=True)
+    return {"successful": [{"request_start_time": 1000.0 + s, "request_end_time": 1000.0 + e} for s, e in rows]}
+
+
+def test_an_engine_that_finishes_a_whole_batch_at_once_does_not_read_as_serving_more():
+    """Seen on the H200: 1,008 requests sent in 12 s all finished within a few seconds of each other.
+
+    Over the completions' own span that read as 379 req/s served of 84 offered; the steady window (first
+    finish to last send) is empty, so no served rate is claimed and the load is not sustained.
+    """
+    from helpers.measure.loadgen import _request_timing
+
+    starts = [i / 84 for i in range(1008)]
+    ends = [14.0 + i / 380 for i in range(1008)]  # first finish after the last send
+    got = _request_timing(_dump(starts, ends))
+    assert got["completed_rate"] is None and got["steady_window_s"] < 0
+    res = LoadResult(requests=1008, errors=0, duration_s=17, output_tok_s=0, total_tok_s=0, req_s=59,
+                     input_tokens_mean=512, output_tokens_mean=256, ttft_ms={"p95": 900.0},
+                     ttft_values_ms=[900.0] * 1008, offered_rate=84, **got)  # fmt: skip
+    probe = judge(measurement_from_load(res, queue_samples=[(t, 0.0) for t in range(12)]), SlaLimits(ttft_p95_ms=2000))
+    assert probe.meets_sla and not probe.sustained and "no steady window" in probe.why
+
+
+def test_the_served_rate_is_the_completions_over_the_steady_window():
+    """A sustained load (each request takes 2 s) serves the offered 10 req/s; one capped at 6 req/s does not."""
+    from helpers.measure.loadgen import _request_timing
+
+    starts = [i / 10 for i in range(200)]
+    steady = _request_timing(_dump(starts, [s + 2.0 for s in starts]))
+    assert steady["completed_rate"] == pytest.approx(10, rel=0.02) and steady["steady_window_s"] == pytest.approx(17.9)
+    capped = _request_timing(_dump(starts, [2.0 + i / 6 for i in range(200)]))  # finishes at 6/s, falls behind
+    assert capped["completed_rate"] == pytest.approx(6, rel=0.05)
+
+
+def test_in_flight_growth_counts_when_the_server_queue_stays_empty():
+    """The engine admits every request into its batch (waiting stays 0): the client's in-flight count grows."""
+    from helpers.measure.loadgen import _request_timing
+
+    starts = [i / 20 for i in range(400)]
+    timing = _request_timing(_dump(starts, [1.0 + i / 12 for i in range(400)]))  # served at 12/s of 20
+    res = LoadResult(requests=400, errors=0, duration_s=34, output_tok_s=0, total_tok_s=0, req_s=12,
+                     input_tokens_mean=512, output_tokens_mean=256, ttft_ms={"p95": 300.0},
+                     ttft_values_ms=[300.0] * 400, offered_rate=20, **timing)  # fmt: skip
+    flat_server = [(t / 2, 0.0) for t in range(40)]
+    m = measurement_from_load(res, queue_samples=flat_server)
+    assert m.queue_growing and m.queue_growth > 0
+    assert "queue grew" in judge(m, SlaLimits(ttft_p95_ms=2000)).why

@@ -86,3 +86,31 @@ def test_capacity_trials_and_the_representative(fake_engine, tmp_path, monkeypat
     assert again.capacity == cap
     assert {p.name: p.stat().st_mtime_ns for p in (run_dir / "points").rglob("*.json")} == stored
     assert load_engine_results(run_dir)[0].capacity == cap
+
+
+def test_the_search_starts_at_the_busiest_grid_point_within_the_sla_and_probes_span_latencies(fake_engine, tmp_path):
+    """Start: the grid point with the highest rate that met the SLA; probes: at least three latencies long."""
+    from types import SimpleNamespace
+
+    from helpers.benchmark.evidence import latency_estimate, probe_requests, start_load
+    from helpers.run.records import EngineResult, Point
+
+    cfg = config(tmp_path)
+    cfg.evidence.search.start = None
+    run = SimpleNamespace(cfg=cfg)
+
+    def pt(c, req_s, ttft, e2e):
+        return Point(label="x", engine="vllm", concurrency=c, phase="sweep", requests=10, errors=0, duration_s=1,
+                     output_tok_s=1, total_tok_s=1, req_s=req_s, ttft_ms_p95=ttft, e2e_ms_p50=e2e)  # fmt: skip
+
+    limit = cfg.sla.ttft_p95_ms
+    result = EngineResult(label="x", engine="vllm", points=[pt(1, 0.8, 10, 1300), pt(8, 5.0, limit / 2, 1800),
+                                                            pt(32, 9.0, limit * 3, 6000)])  # fmt: skip
+    assert start_load(result, run) == 5.0  # c=32 missed the SLA: not the start
+    result.points = [pt(8, 5.0, limit * 2, 1800)]
+    assert start_load(result, run) == 5.0  # none within: the lowest grid point
+    s = cfg.evidence.search
+    lat = latency_estimate([pt(1, 0.8, 10, 1300), pt(8, 5.0, 10, 20_000)])
+    assert lat == 20.0
+    assert probe_requests(run, 10.0, lat) == min(s.max_requests, max(s.min_requests, 600))
+    assert probe_requests(run, 10.0, None) == min(s.max_requests, max(s.min_requests, int(10 * s.probe_seconds)))
