@@ -71,10 +71,11 @@ def measurement_from_load(
     """A ``Measurement`` from a guidellm ``LoadResult`` (``run_rate`` fills every field this reads).
 
     Offered is the rate really sent; achieved the rate of completions over the steady window (first
-    finish to last send). The queue is growing when either the server's waiting requests
-    (``queue_samples`` from ``/metrics``) or the client's requests in flight (from the send/finish
-    times) grew: an engine that admits the whole overload into its running batch keeps its waiting
-    queue empty, and only the requests in flight show it.
+    finish to last send). The queue is the server's waiting requests (``queue_samples`` from
+    ``/metrics``), else the client's requests in flight from the send/finish times. (The client's
+    in-flight series is not used beside the server's: over a probe of tens of requests its Poisson
+    swings read as growth, H200 2026-12-01; an engine that admits the whole overload into its batch
+    is caught by the steady-window served rate and ``benchmark.evidence``'s drain test instead.)
     """
     if load is None:
         load = result.offered_rate
@@ -93,11 +94,7 @@ def measurement_from_load(
         **p95s,
         client_lag_p95_ms=result.dispatch_delay_p95_ms,
     )
-    client = queue_trend(inflight) if queue_samples and inflight else None
-    update: dict[str, Any] = {"steady_window_s": result.steady_window_s}
-    if client is not None and client.growing and not m.queue_growing:
-        update |= {"queue_growing": True, "queue_growth": client.slope_per_s}
-    return m.model_copy(update=update)
+    return m.model_copy(update={"steady_window_s": result.steady_window_s})
 
 
 def _as_measurement(m: Measurement | Mapping[str, Any], load: float, axis: Axis) -> Measurement:
