@@ -96,8 +96,16 @@ def sustained_view(m: Measurement, point: Point, sent: int) -> Measurement:
 
 
 def measurement_of(point: Point, axis: str) -> Measurement:
-    """The measurement a stored probe or trial stands for (to judge it again, e.g. with a corrected rule)."""
+    """The measurement a stored probe or trial stands for (to judge it again, e.g. with a corrected rule).
+
+    A point that kept its judged probe is re-judged from everything the live judgement saw (sent and
+    served rates, steady window, queue trend, client lag); an older one from its figures alone.
+    """
     attempted = point.requests + point.errors
+    if point.probe:
+        fields = Measurement.model_fields
+        m = Measurement.model_validate({k: v for k, v in point.probe.items() if k in fields})
+        return sustained_view(m, point, attempted + point.incomplete)
     m = Measurement(
         load=point.offered_rate if axis == "rate" and point.offered_rate else float(point.concurrency),
         axis=axis,  # type: ignore[arg-type]
@@ -264,10 +272,10 @@ def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary |
     highest passing load below the lowest failing one; trials count only where they ran at that load.
     """
     s, limits = run.cfg.evidence.search, run.cfg.sla
-    stored = [p for p in result.points if p.phase == "search"]
+    stored = [p for p in result.points if p.phase == "search" and p.trial is None]  # probes, not stepped-down trials
     if not stored:
         return None
-    probes = [judge(measurement_of(p, s.axis), limits, s.min_sustained_ratio) for p in stored]
+    probes = [judge(measurement_of(p, s.axis), limits, s.min_sustained_ratio, s.max_client_lag_ms) for p in stored]
     fails = [p.load for p in probes if not p.passed]
     ceiling = min(fails) if fails else float("inf")
     passes = [p.load for p in probes if p.passed and p.load < ceiling]
@@ -284,8 +292,17 @@ def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary |
         note = f"capacity {cap:.3g}: passed there, failed at {high:.3g} ({why})"
         if not converged:
             note += f"; bracket wider than the {s.tolerance:.0%} tolerance (the search did not finish)"
+
+    def load_of(p: Point) -> float:
+        return p.offered_rate if s.axis == "rate" and p.offered_rate else float(p.concurrency)
+
+    # a round of trials that missed was saved again as search points (same load and trial number): superseded
+    superseded = {(load_of(p), p.trial) for p in result.points if p.phase == "search" and p.trial is not None}
     trials = [p for p in result.points if p.phase == "trial"]
-    kept = [p for p in trials if cap is not None and p.offered_rate == cap]
+    live = [p for p in trials if (load_of(p), p.trial) not in superseded]
+    rounds = sorted({load_of(p) for p in live if cap is not None and load_of(p) <= cap * (1 + 1e-9)})
+    trial_load = rounds[0] if rounds else None  # each step down ran lower: the lowest round is the last one
+    kept = [p for p in live if trial_load is not None and load_of(p) == trial_load]
     summary = CapacitySummary(
         axis=s.axis,
         capacity=cap,
@@ -296,12 +313,15 @@ def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary |
         tolerance=s.tolerance,
         note=f"re-judged from the stored probes: {note}",
         probes=[p.model_dump(mode="json") for p in probes],
-        trial_load=cap if kept else None,
+        trial_load=trial_load if kept else None,
     )
-    dropped = len(trials) - len(kept)
-    summary.trials_note = f"{len(kept)} trial(s) at the capacity" + (
+    dropped = len(live) - len(kept)
+    at = "the capacity" if trial_load == cap else f"{trial_load:.4g} (stepped down from the capacity)"
+    summary.trials_note = (f"{len(kept)} trial(s) at {at}" if kept else "no trial at the capacity") + (
         f"; {dropped} trial(s) ran at a load the re-judged search no longer passes: not used" if dropped else ""
     )
+    if len(trials) > len(live):
+        summary.trials_note += f"; {len(trials) - len(live)} trial(s) missed the SLA or fell behind (stepped down)"
     for p in trials:
         if p not in kept:
             p.phase = "search"

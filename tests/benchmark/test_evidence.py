@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from helpers.benchmark.probe import sustained_floor
 from helpers.benchmark.run import run_benchmarks
 from helpers.benchmark.sla import representative
 from helpers.core.config import parse_config
@@ -66,7 +67,10 @@ def test_capacity_trials_and_the_representative(fake_engine, tmp_path, monkeypat
     assert result.status == "ok", result.reason
     cap = result.capacity
     assert cap is not None and cap.capacity is not None and cap.bounded, cap.note
-    assert 4 <= cap.capacity <= 10.5  # the analytic edge is 10 req/s; Poisson arrivals queue a little before it
+    # the analytic edge is 10 req/s; Poisson arrivals queue a little before it, and a served-rate shortfall
+    # counts only beyond the noise of the probe's count (benchmark.probe.sustained_floor)
+    at_cap = next(p for p in cap.probes if p["load"] == cap.capacity)
+    assert 4 <= cap.capacity <= 1.05 * 10 / sustained_floor(cfg.evidence.search.min_sustained_ratio, at_cap["requests"])
     assert cap.bracket_high is not None and cap.bracket_high > cap.capacity
     trials = [p for p in result.points if p.phase == "trial"]
     assert cap.trial_load is not None and cap.trial_load <= cap.capacity
