@@ -9,9 +9,8 @@ garbage (no engine). Runs go to a scratch reports folder (never reports/), throu
 
     .venv/bin/python benchmarks/bench_reliability.py            # all CPU faults (wrap in flock on shared hosts)
     .venv/bin/python benchmarks/bench_reliability.py --only hang,kill-run
-    .venv/bin/python benchmarks/bench_reliability.py --gpu      # print the H200 faults (configs + commands)
-    .venv/bin/python benchmarks/bench_reliability.py --gpu-write DIR   # on the GPU host: write those configs
-    .venv/bin/python benchmarks/bench_reliability.py --kill-engine-in reports/RUN_ID   # watch a run, kill its engine
+    .venv/bin/python benchmarks/bench_reliability.py --gpu --out DIR --dry-run   # check the H200 faults here
+    scripts/gpu_host.sh reliability DIR         # on the H200 host: run them (~4 GPU-minutes), table in DIR
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the fault tools live with the test fakes
 
 from fakes import faults  # noqa: E402
-from fakes.gpu_faults import gpu_commands, kill_engine_in, write_gpu_configs  # noqa: E402
+from fakes.gpu_faults import run_gpu_faults  # noqa: E402
 from fakes.tmpfs import fill, mount_tmpfs, unmount  # noqa: E402
 
 from helpers.core.config import load_config  # noqa: E402
@@ -51,11 +50,6 @@ from helpers.workload.traces import load_trace  # noqa: E402
 PY = sys.executable
 ENGINE_MARK = "vllm.entrypoints.openai.api_server"
 RUNNING = "vllm:num_requests_running"
-CLI = (  # the real `playbook run` (helpers.tools.cli.main), with its run folders in a scratch reports folder
-    "import sys, functools; from helpers.tools import cli, runner; "
-    "cli.run_playbook = functools.partial(runner.run_playbook, reports_dir=sys.argv[1]); "
-    "raise SystemExit(cli.main(sys.argv[2:]))"
-)
 LABEL = "vllm-cpu"
 
 
@@ -85,8 +79,7 @@ class Bench:
 
     def cmd(self, run_id: str, config: Path | None = None) -> list[str]:
         """`playbook run CONFIG --run-id RUN_ID --only 03_benchmark` into the scratch reports."""
-        cfg = str(config or self.config)
-        return [PY, "-c", CLI, str(self.reports), "run", cfg, "--run-id", run_id, "--only", "03_benchmark"]
+        return faults.playbook_cmd(self.reports, config or self.config, run_id)
 
     def start(self, run_id: str, config: Path | None = None) -> subprocess.Popen:
         """Start that run, its output appended to ``<scratch>/<run id>.log``."""
@@ -182,7 +175,7 @@ def fault_hang(b: Bench) -> list[dict]:
     took = time.monotonic() - t0
     row, p1 = b.row(rid), b.point(rid, 1)
     p = json.loads(p1.read_text()) if p1.is_file() else None
-    saved = f"c=1 saved: {p['requests']} done, {p['incomplete']} cut, {p['server']['error']}" if p else "none"
+    saved = f"c=1 KEPT as a measurement: {p['requests']} done, {p['incomplete']} cut" if p else "c=1 not kept"
     return [
         {
             "fault": "hung engine (SIGSTOP) with requests in flight",
@@ -191,7 +184,7 @@ def fault_hang(b: Bench) -> list[dict]:
             + (f"; left running: {what} (killed here)" if left else "; engine stopped by the run"),
             "lost": f"finished: 0; {saved}",
             "named": f"engine row: {row.get('status')}: {row.get('reason')}",
-            "ok": rc == 0 and not left and "not answering" in str(row.get("reason")),
+            "ok": rc == 0 and not left and p is None and "engine hung during" in str(row.get("reason")),
         }
     ]
 
@@ -352,22 +345,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help=f"comma-separated faults of: {', '.join(FAULTS)}")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (run folders, logs)")
-    ap.add_argument("--gpu", action="store_true", help="print the GPU faults to run on the H200 host, run nothing")
-    ap.add_argument("--gpu-write", metavar="DIR", help="on the GPU host: write the GPU fault configs into DIR")
-    ap.add_argument(
-        "--kill-engine-in", metavar="RUN_DIR", help="watch a running playbook run; kill its engine mid-point"
-    )
+    ap.add_argument("--gpu", action="store_true", help="the H200 faults (vLLM 0.26.0) instead of the CPU ones")
+    ap.add_argument("--out", type=Path, help="with --gpu: folder for the configs, runs and reliability-gpu.json/.md")
+    ap.add_argument("--dry-run", action="store_true", help="with --gpu: validate and plan, start nothing")
     args = ap.parse_args()
 
     if args.gpu:
-        print(gpu_commands())
-        return 0
-    if args.gpu_write:
-        print(write_gpu_configs(Path(args.gpu_write)))
-        return 0
-    if args.kill_engine_in:
-        print(kill_engine_in(Path(args.kill_engine_in)))
-        return 0
+        if args.out is None:
+            ap.error("--gpu needs --out DIR")
+        rows = run_gpu_faults(args.out, args.dry_run, args.only.split(",") if args.only else None)
+        print((args.out / "reliability-gpu.md").read_text())
+        return 0 if all(r["ok"] is not False for r in rows) else 1
     chosen = args.only.split(",") if args.only else list(FAULTS)
     scratch = Path(tempfile.mkdtemp(prefix="pb-reliability-"))
     bench, rows = Bench(scratch), []

@@ -13,6 +13,9 @@
 #                           ARGs go to it, e.g. --concurrency 16 --rounds 4)
 #   bench-sglang CONFIG LABEL [S] [ARG...]
 #                           the same against `sglang.bench_serving` on that config's SGLang engine
+#   reliability OUT [S] [ARG...]
+#                           the GPU faults of benchmarks/bench_reliability.py (vLLM 0.26.0: out of memory at start,
+#                           engine killed mid-point; ~4 GPU-minutes); table in OUT/reliability-gpu.md and .json
 set -uo pipefail
 PB=${PB:-/tmp/pb}
 PY=${PLAYBOOK_PYTHON:-$(command -v python3)}
@@ -63,5 +66,9 @@ case "$cmd" in
     config=$1; label=$2; limit=${3:-560}; shift 3 2>/dev/null || shift $#
     runtime_env
     timeout -k 60 "$limit" "$PY" benchmarks/bench_loadgen_vs_sglang.py --config "$config" --engine "$label" "$@" ;;
-  *) sed -n 2,15p "$0"; exit 2 ;;
+  reliability)
+    out=$1; limit=${2:-900}; shift 2 2>/dev/null || shift $#
+    runtime_env
+    timeout -k 60 "$limit" "$PY" benchmarks/bench_reliability.py --gpu --out "$out" "$@" ;;
+  *) sed -n 2,18p "$0"; exit 2 ;;
 esac

@@ -173,9 +173,11 @@ class EngineRun:
         return point, res, queue
 
     def stop(self) -> None:
-        """Stop the engine if we started it."""
-        if self.handle is not None:
-            self.handle.stop()
+        """Stop the engine if we started it; processes of its group that outlived it are ended and said."""
+        left = self.handle.stop() if self.handle is not None else 0
+        if left:
+            self.say(f"{self.spec.label}: ended {left} process(es) of the engine's group left running")
+            self.result.reason = self.result.reason and f"{self.result.reason} (ended {left} left-over processes)"
 
     async def _sampled(
         self, load: Awaitable[LoadResult], what: str
@@ -195,8 +197,9 @@ class EngineRun:
             res = await load
         finally:
             server_stats, gpu_stats = server.stop(), gpu.stop()
-        if not self.handle.alive():
-            self.fail(f"{self.handle.exit_reason()} during {what}", "partial")
+        if not self.handle.alive() or res.hung:  # the point in flight is not a measurement
+            died = f"{self.handle.exit_reason()} during {what}"
+            self.fail(died if not self.handle.alive() else f"engine hung during {what}: {res.hung}", "partial")
             return None
         t0 = server.snaps[0].t if server.snaps else 0.0
         # waiting requests only: in flight ramps up and drains within any probe; an engine that admits every

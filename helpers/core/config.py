@@ -98,28 +98,41 @@ def _format_error(err: ValidationError, source: str) -> str:
     elif msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
-    return f"{source}: {loc}: {msg}{more}"
+    return one_line(f"{source}: {loc}: {msg}{more}")
+
+
+def one_line(text: str) -> str:
+    r"""``text`` with line breaks written as ``\n`` / ``\r``: a key, label or path from the YAML may hold one."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def parse_config(data: dict[str, Any], source: str = "<config>") -> PlaybookConfig:
     """Validate a config mapping; raise ``ConfigError`` with a one-line message on failure."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: the top level must be a mapping, got {type(data).__name__}")
+        raise ConfigError(one_line(f"{source}: the top level must be a mapping, got {type(data).__name__}"))
     try:
         return PlaybookConfig.model_validate(data)
     except ValidationError as err:
         raise ConfigError(_format_error(err, source)) from None
+    except RecursionError:
+        raise ConfigError(one_line(f"{source}: nested too deeply to validate")) from None
 
 
 def load_config(path: str | Path) -> PlaybookConfig:
     """Read and validate a workload YAML file."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: config file not found")
     try:
+        if not p.is_file():
+            raise ConfigError(one_line(f"{p}: config file not found"))
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
-        raise ConfigError(f"{p}: not valid YAML: {str(err).splitlines()[0]}") from None
+        raise ConfigError(one_line(f"{p}: not valid YAML: {str(err).splitlines()[0]}")) from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(one_line(f"{p}: not UTF-8 text (byte {err.start})")) from None
+    except RecursionError:
+        raise ConfigError(one_line(f"{p}: nested too deeply to read")) from None
+    except OSError as err:
+        raise ConfigError(one_line(f"{p}: cannot read the config file ({err.strerror or err})")) from None
     return parse_config(data, str(p))
 
 

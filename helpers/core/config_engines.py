@@ -26,7 +26,7 @@ class ModelSpec(_Strict):
     @field_validator("path")
     @classmethod
     def _model_dir_exists(cls, v: str) -> str:
-        d = resolve_model_dir(v)
+        d = _model_dir(v)
         if not (d / "config.json").is_file():
             hint = "; real-weight folders are made by `playbook setup-model NAME`" if ".engines" in v else ""
             raise ValueError(f"model folder {v!r} has no config.json (looked in {d}){hint}")
@@ -36,6 +36,21 @@ class ModelSpec(_Strict):
     def directory(self) -> Path:
         """The resolved model folder."""
         return resolve_model_dir(self.path)
+
+
+def _model_dir(v: str) -> Path:
+    """``resolve_model_dir(v)``, with a path that cannot be looked up as ``ValueError`` naming it.
+
+    A name longer than the file system allows raises ``OSError`` and ``~nosuchuser`` ``RuntimeError``.
+    """
+    try:
+        d = resolve_model_dir(v)
+        (d / "config.json").is_file()
+    except OSError as err:
+        raise ValueError(f"model folder {v!r} cannot be looked up ({err.strerror or err})") from None
+    except RuntimeError as err:
+        raise ValueError(f"model folder {v!r} cannot be looked up ({err})") from None
+    return d
 
 
 DEFAULT_MEMORY_FRACTION = 0.9
@@ -57,7 +72,7 @@ class Speculative(_Strict):
             raise ValueError("knobs.speculative.draft_model is required when method is 'draft'")
         if self.method == "ngram" and self.draft_model:
             raise ValueError("knobs.speculative.draft_model is only for method 'draft'")
-        if self.draft_model and not (resolve_model_dir(self.draft_model) / "config.json").is_file():
+        if self.draft_model and not (_model_dir(self.draft_model) / "config.json").is_file():
             raise ValueError(f"knobs.speculative.draft_model {self.draft_model!r} has no config.json")
         if self.ngram_min and self.ngram_min > self.ngram_max:
             raise ValueError(f"knobs.speculative.ngram_min ({self.ngram_min}) exceeds ngram_max ({self.ngram_max})")

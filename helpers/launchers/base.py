@@ -40,7 +40,7 @@ class Launcher:
     ) -> ServerHandle:
         """Start the engine and return a handle (not yet healthy)."""
         cmd, env = self.build(adapter, spec, model, port, run_dir)
-        return start_process(cmd, env, log_path, base_url=f"http://{HOST}:{port}", adapter=adapter)
+        return start_process(cmd, env, log_path, base_url=f"http://{HOST}:{port}", adapter=adapter, run_dir=run_dir)
 
     def version(self, adapter: EngineAdapter, spec: EngineSpec) -> str | None:
         """The engine's version as this launcher can read it, or None."""

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 import httpx
 
 from helpers.launchers.base import Launcher
-from helpers.launchers.server import ServerHandle
+from helpers.launchers.server import ServerHandle, record_for_run
 
 if TYPE_CHECKING:
     from helpers.core.config import EngineSpec, LauncherSpec, ModelSpec
     from helpers.engines.base import EngineAdapter
-    from helpers.launchers.server import ServerHandle
+    from helpers.launchers.server import ServerHandle, record_for_run
 
 
 def api_key(spec: LauncherSpec) -> str | None:
@@ -58,7 +58,8 @@ class EndpointLauncher(Launcher):
         run_dir: Path,
         log_path: Path,
     ) -> ServerHandle:
-        """A handle on the remote server, with no process."""
+        """A handle on the remote server, with no process (the caller's own group is recorded: the load's workers)."""
+        record_for_run(run_dir, None, "")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text(f"endpoint {spec.launcher.url}: not started by the playbook\n", encoding="utf-8")
         return ServerHandle(

@@ -1,4 +1,11 @@
-"""Engine server processes: start with a log file, wait for health, read the log tail, stop by pid."""
+"""Engine server processes: start with a log file, wait for health, read the log tail, stop by process group.
+
+An engine starts in a session of its own, so its API server and the processes it starts (vLLM's
+EngineCore, workers) are one process group; ``stop`` ends the group, also when the API server is
+already dead (killed by pid, its EngineCore would live on holding the GPU). Started for a
+``playbook run``, the group is recorded in the run folder (``helpers.run.processes``) so that the
+run's watchdog, or the next run on that run id, ends it if the run itself is killed.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +24,8 @@ from typing import TYPE_CHECKING
 import httpx
 
 from helpers.core.errors import EngineError
+from helpers.run.lock import live_holder
+from helpers.run.processes import end_group, record_group, record_own_group
 
 if TYPE_CHECKING:
     from helpers.engines.base import EngineAdapter
@@ -99,21 +108,31 @@ class ServerHandle:
                 raise EngineError(f"no health at {self.base_url}{self.adapter.health_path} within {timeout_s:.0f} s")
             time.sleep(1.0)
 
-    def stop(self, grace_s: float = 20.0) -> None:
-        """Stop the process group we started (SIGINT, then SIGTERM, then SIGKILL), by its pid only."""
+    def stop(self, grace_s: float = 20.0) -> int:
+        """Stop the process group we started (SIGINT, then SIGTERM, then SIGKILL), by its id only.
+
+        Whatever of the group outlives its leader (an EngineCore whose API server was killed) is ended
+        too; returns how many such leftover processes there were.
+        """
         p = self.process
-        if p is None or p.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(p.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                p.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        if p is None:
+            return 0
+        clean = False
+        if p.poll() is None:
+            for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+                try:
+                    os.killpg(p.pid, sig)
+                    os.killpg(p.pid, signal.SIGCONT)  # a stopped (hung) engine gets the signal too
+                except ProcessLookupError:
+                    break
+                try:
+                    p.wait(timeout=wait)
+                    clean = sig != signal.SIGKILL
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        # the group id stays the leader's pid while any member lives: Linux does not hand it out again
+        return end_group(p.pid, grace_s=10.0, settle_s=5.0 if clean else 0.0)
 
 
 _PR_SET_PDEATHSIG = 1
@@ -142,12 +161,28 @@ def _own_session_dying_with_parent(parent: int) -> Callable[[], None]:
     return setup
 
 
+def record_for_run(run_dir: Path | None, pgid: int | None, what: str) -> None:
+    """Record an engine's group (``pgid``) and the caller's own (a kernel: guidellm's workers) for the run."""
+    if run_dir is None:
+        return
+    owner = live_holder(run_dir)
+    if pgid is not None:
+        record_group(run_dir, pgid, what, owner)
+    record_own_group(run_dir, "notebook kernel and its load-generator workers", owner)
+
+
 def start_process(
-    cmd: list[str], env: dict[str, str], log_path: Path, base_url: str, adapter: EngineAdapter
+    cmd: list[str],
+    env: dict[str, str],
+    log_path: Path,
+    base_url: str,
+    adapter: EngineAdapter,
+    run_dir: Path | None = None,
 ) -> ServerHandle:
     """Start ``cmd`` in its own process group with stdout/stderr to ``log_path``.
 
-    The process gets SIGTERM if the one that started it dies (see ``_own_session_dying_with_parent``).
+    The process gets SIGTERM if the one that started it dies (see ``_own_session_dying_with_parent``);
+    with ``run_dir``, its group is recorded for the run (``record_for_run``).
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **env}
@@ -168,4 +203,5 @@ def start_process(
         raise EngineError(f"could not start {cmd[0]}: {err.strerror or err}") from None
     finally:
         log.close()
+    record_for_run(run_dir, proc.pid, f"engine {adapter.name}")
     return ServerHandle(base_url=base_url, adapter=adapter, log_path=log_path, process=proc)

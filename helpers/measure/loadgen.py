@@ -2,7 +2,9 @@
 
 The playbook writes the prompts (``helpers.measure.prompts``) and guidellm replays them at a fixed
 concurrency against an OpenAI-compatible server, with ``ignore_eos`` so outputs have the
-requested length. ``run_point`` returns the client-side figures of one load level.
+requested length. ``run_point`` returns the client-side figures of one load level. A load whose
+requests did not all complete is followed by one bounded health probe: an engine that then gives no
+answer hung during the load, and the result says so (``LoadResult.hung``): it is not a measurement.
 
 Requests are streamed and ask for token usage in the final chunk only: guidellm's default also
 asks for ``continuous_usage_stats``, which makes vLLM serialise a usage block into every streamed
@@ -51,6 +53,7 @@ class LoadResult:
     dispatch_delay_p95_ms: float | None = None  # how late guidellm sent requests against its schedule
     request_starts_s: list[float] = field(default_factory=list)  # every request sent, s after the first send
     request_ends_s: list[float | None] = field(default_factory=list)  # same order; None: still in flight
+    hung: str | None = None  # requests did not complete and the engine then did not answer: not a measurement
 
 
 def _configure_guidellm() -> None:
@@ -217,23 +220,40 @@ async def _run(spec: dict[str, Any]) -> LoadResult:
         raise EngineError(f"load generator failed: {str(err).strip().splitlines()[0]}") from None
     if not report.benchmarks:
         raise EngineError("load generator produced no benchmark for this point")
-    return summarize(report.benchmarks[-1])
+    result = summarize(report.benchmarks[-1])
+    if result.incomplete or result.errors:  # cut by the time cap or failed: a slow engine, or a hung one?
+        silence = await _unanswered(spec["backend"])
+        if silence:
+            done = result.requests + result.errors + result.incomplete
+            result.hung = f"{silence}; {result.requests} of {done} requests done, {result.incomplete} cut"
+    return result
 
 
 HEALTH_TIMEOUT_S = 10.0  # guidellm's own check of the server waits the request timeout (10 min) on a hung engine
 
 
-async def _check_answers(backend: dict[str, Any]) -> None:
-    """Raise ``EngineError`` when ``GET <target>/health`` gets no answer at all within ``HEALTH_TIMEOUT_S``."""
+async def _unanswered(backend: dict[str, Any]) -> str | None:
+    """Why ``GET <target>/health`` got no answer at all within ``HEALTH_TIMEOUT_S``; None when it answered.
+
+    Any status is an answer (guidellm judges it); no answer means the engine hung or is gone.
+    """
     url = str(backend["target"]).rstrip("/") + "/health"
     headers = {"Authorization": f"Bearer {backend['api_key']}"} if backend.get("api_key") else {}
     try:
         async with httpx.AsyncClient(timeout=HEALTH_TIMEOUT_S) as client:
-            await client.get(url, headers=headers)  # any status is an answer; guidellm judges it next
+            await client.get(url, headers=headers)
     except httpx.TimeoutException:
-        raise EngineError(f"engine not answering: {url} gave no answer in {HEALTH_TIMEOUT_S:g} s (hung?)") from None
+        return f"{url} gave no answer in {HEALTH_TIMEOUT_S:g} s"
     except httpx.HTTPError as err:
-        raise EngineError(f"engine not answering: {url}: {type(err).__name__}") from None
+        return f"{url}: {type(err).__name__}"
+    return None
+
+
+async def _check_answers(backend: dict[str, Any]) -> None:
+    """Raise ``EngineError`` before a load when the engine does not answer (``_unanswered``)."""
+    silence = await _unanswered(backend)
+    if silence:
+        raise EngineError(f"engine not answering: {silence} (hung?)")
 
 
 async def run_replay(

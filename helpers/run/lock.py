@@ -6,6 +6,8 @@ process dies, however it dies (``kill -9`` included), so a lock file whose ``flo
 belongs to a run that is gone: it is taken over, and the takeover is said on stderr. A lock that is
 held refuses at once, naming its holder. A lock file left by a run on another host is not taken
 over (its pid cannot be checked from here): the message says to delete it if that run is gone.
+Taking over, the new run first ends the process groups the dead run recorded and left running
+(``helpers.run.processes.reap``: its engines, its kernels' load-generator workers) and says so.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from helpers.core.errors import PlaybookError
+from helpers.run.processes import forget, reap
 
 LOCK_NAME = "run.lock"
 """File name of the lock in the run folder."""
@@ -87,6 +90,14 @@ def read_holder(path: Path) -> Holder | None:
         return None
 
 
+def live_holder(run_dir: str | Path) -> int | None:
+    """The pid of the live process on this host whose record is in ``run_dir``'s lock, if any."""
+    holder = read_holder(Path(run_dir) / LOCK_NAME)
+    if holder is None or holder.pid is None or holder.host not in (None, socket.gethostname()):
+        return None
+    return holder.pid if pid_alive(holder.pid) else None
+
+
 def _record() -> dict[str, Any]:
     return {
         "pid": os.getpid(),
@@ -104,6 +115,7 @@ class RunLock:
         self.path = self.run_dir / LOCK_NAME
         self.stderr = stderr
         self.took_over: Holder | None = None
+        self.ended: list[str] = []  # the dead run's process groups this takeover ended
         self._fd: int | None = None
 
     @property
@@ -176,6 +188,10 @@ class RunLock:
                 state = "still exists but does not hold the lock" if pid_alive(previous.pid) else "is gone"
                 self._say(f"taking over the stale run lock {self.path} of {previous.describe()} (that process {state})")
                 self.took_over = previous
+                self.ended = reap(self.run_dir, previous.pid)
+                forget(self.run_dir, previous.pid)
+                if self.ended:
+                    self._say(f"ended what that run left running: {'; '.join(self.ended)}")
             data = json.dumps(_record()).encode()
             os.ftruncate(fd, 0)
             os.pwrite(fd, data, 0)

@@ -21,6 +21,7 @@ from helpers.core.text import slug
 from helpers.report.html import render_report
 from helpers.report.index import write_index
 from helpers.run.lock import RunLock
+from helpers.run.processes import Watchdog
 from helpers.run.summary import write_summary
 from helpers.tools.engine_subset import config_file, select_engines
 
@@ -89,7 +90,8 @@ def run_playbook(
 
     run_id = run_id or new_run_id(cfg.name)
     run_dir = (Path(reports_dir) / run_id).resolve()
-    with RunLock(run_dir), config_file(cfg, config, bool(engines)) as path:  # RunLock: one run per run id
+    # RunLock: one run per run id; Watchdog: what the run starts does not outlive it, even a `kill -9` of it
+    with RunLock(run_dir), Watchdog(run_dir), config_file(cfg, config, bool(engines)) as path:
         return _run_locked(cfg, path, run_id, run_dir, Path(reports_dir), only, log_output)
 
 

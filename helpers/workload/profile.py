@@ -223,7 +223,7 @@ def profile_trace(
     conc_max = np.maximum(ev_max, at_edge)
 
     peak_window = PEAK_WINDOW_S if duration >= 10 * PEAK_WINDOW_S else bucket
-    per_window = np.bincount((start // peak_window).astype(np.int64))
+    _, per_window = np.unique(start // peak_window, return_counts=True)  # sparse: an outlier time is one more window
     reuse, reuse_reason, reuse_t = _reuse(trace, b_of, nb)
     finite = _finite_cache(trace, cache_capacity_tokens, cache_block_size, notes)
     return Profile(

@@ -7,14 +7,15 @@ killed by pid, stopped with SIGSTOP, a ``/metrics`` answered late by a proxy, a 
 points folder, ``kill -9`` of the benchmarking process and a resume; plus a trace with 1% garbage.
 The lock (two ``playbook run`` on one run id) is tested with real processes in ``tests/run/test_lock.py``.
 
-Where a fault is survived but handled in a way the lead should change (``helpers/benchmark/run.py``),
-a strict-xfail test states the wanted behaviour.
+A point whose requests did not complete because the engine stopped answering (stopped, or a live
+process that answers nothing: the fake's ``hang_mid_point``) is not kept; the row names the hang.
 """
 
 import asyncio
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -137,24 +138,35 @@ def test_a_hung_engine_is_detected_and_the_run_goes_on(hung_run):
     run, _run_dir, took, left = hung_run
     assert run.error is None
     hung, nxt = run.results
-    assert hung.status in ("failed", "partial")
-    assert hung.reason.startswith("engine not answering: http://127.0.0.1:") and "(hung?)" in hung.reason
     assert nxt.status == "ok" and [p.requests for p in nxt.points] == [4, 4]
     assert left == [], "the stopped engine was not stopped for good"
     assert took < 240
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="helpers/benchmark/run.py (the lead's): the point in flight when the engine hung is saved as a "
-    "measurement (0 completed, all incomplete, /metrics timed out) and the row says 'failed'; wanted: no point "
-    "and status 'partial' with 'engine stopped answering during the point at concurrency 2'",
-)
 def test_the_point_in_flight_of_a_hung_engine_is_not_a_measurement(hung_run):
     run, run_dir, _took, _left = hung_run
     hung = run.results[0]
-    assert not point_path(run_dir, "hung", "sweep", 2).exists()
-    assert hung.status == "partial" and "during the point at concurrency 2" in hung.reason
+    assert not point_path(run_dir, "hung", "sweep", 2).exists() and hung.points == []
+    assert hung.status == "partial"
+    assert hung.reason.startswith("engine hung during the point at concurrency 2: http://127.0.0.1:")
+    assert "/health gave no answer in 10 s; " in hung.reason and " cut" in hung.reason
+
+
+def test_an_engine_that_stops_answering_mid_point_is_named_and_its_point_not_kept(fake_engine, tmp_path):
+    """A live process that answers nothing (deadlocked, not stopped): the same verdict, and a resume re-measures."""
+    hang = fake_spec("stuck", mode="hang_mid_point", env={"FAKE_DIE_AFTER": "5", "FAKE_TOKEN_DELAY_S": "0.05"})
+    cfg = parse_config(config_dict([hang], concurrency=(2, 4), max_seconds=4))
+    run = Background(cfg, tmp_path)
+    run.join(240)
+    assert run.error is None
+    (r,) = run.results
+    assert point_path(tmp_path, "stuck", "sweep", 2).is_file()  # 4 requests, all before the hang
+    assert not point_path(tmp_path, "stuck", "sweep", 4).exists()
+    assert r.status == "partial" and [p.concurrency for p in r.points] == [2]
+    assert r.reason.startswith("engine hung during the point at concurrency 4: http://127.0.0.1:")
+    assert re.search(r"gave no answer in 10 s; [01] of 4 requests done, [34] cut$", r.reason), r.reason
+    assert "fake engine: hanging after 5 streamed requests" in r.log_tail
+    assert find_in_tree(os.getpid(), "fake_openai_server") is None  # stopped, though it answered nothing
 
 
 def test_a_metrics_endpoint_that_times_out_is_named_in_the_point(fake_engine, tmp_path):

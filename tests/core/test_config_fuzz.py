@@ -8,8 +8,7 @@ with characters cut, inserted or duplicated (anchors, tags, tabs, brackets); and
 accepted config must also survive the archive round trip the runner does (``public_dict`` →
 YAML → ``load_config``).
 
-Bugs found in code this file does not own are left out of the properties by name (``known_bug``)
-and pinned by strict-xfail tests at the end, so that a fix shows up as an XPASS. The number of
+Bugs the fuzzing found are pinned by the named tests at the end (all fixed: they pass). The number of
 generated cases is printed at the end of the module (``pytest -s``); ``PLAYBOOK_FUZZ_SCALE``
 multiplies it.
 """
@@ -138,37 +137,11 @@ def mangled_yaml(draw):
     return s
 
 
-def has_line_break(obj) -> bool:
-    """A key or string value anywhere in ``obj`` with a line break in it."""
-    if isinstance(obj, str):
-        return "\n" in obj or "\r" in obj
-    if isinstance(obj, dict):
-        return any(has_line_break(k) or has_line_break(v) for k, v in obj.items())
-    if isinstance(obj, list):
-        return any(has_line_break(v) for v in obj)
-    return False
-
-
-def known_bug(data, err: BaseException | None) -> str | None:
-    """The name of a reported bug this case hits, if any (see the xfail tests at the end)."""
-    model = data.get("model") if isinstance(data, dict) else None
-    path = model.get("path") if isinstance(model, dict) else None
-    if isinstance(err, OSError | RuntimeError) and isinstance(path, str) and (len(path) > 200 or path.startswith("~")):
-        return "model.path too long or ~user: OSError/RuntimeError from the folder check"
-    if isinstance(err, ConfigError) and ("\n" in str(err) or "\r" in str(err)) and has_line_break(data):
-        return "a line break in a key or value is copied raw into the message"
-    return None
-
-
 def checked(load, data, source: str) -> PlaybookConfig | None:
     """``load()``: a config, or None after a one-line ``ConfigError`` naming ``source``; nothing else."""
     try:
         return load()
     except Exception as err:  # noqa: BLE001 - anything but a one-line ConfigError is the failure we hunt
-        bug = known_bug(data, err)
-        if bug:
-            CASES[f"left out ({bug})"] += 1
-            return None
         assert isinstance(err, ConfigError), f"{type(err).__name__}: {err}"
         msg = str(err)
         assert msg.startswith(f"{source}: ") and "\n" not in msg and "\r" not in msg, repr(msg)
@@ -250,11 +223,7 @@ def test_the_shipped_configs_all_load():
         assert load_config(WORKLOADS_DIR / f"{name}.yaml").name
 
 
-# Bugs found here in code this file does not own; each test passes once it is fixed (then drop the marker).
-
-
-def lead(where: str, what: str, fix: str):
-    return pytest.mark.xfail(strict=True, reason=f"{where} (reported to the lead): {what}; fix: {fix}")
+# Bugs the fuzzing found (config.py, config_engines.py; fixed), one test each.
 
 
 def base(**edits) -> dict:
@@ -263,22 +232,12 @@ def base(**edits) -> dict:
     return cfg
 
 
-@lead(
-    "helpers/core/config_engines.py ModelSpec path check / helpers/core/paths.py resolve_model_dir",
-    "a model path over NAME_MAX raises OSError (ENAMETOOLONG) and '~nosuchuser/x' RuntimeError inside the validator",
-    "catch OSError and RuntimeError in the validator and raise ValueError naming the path",
-)
 @pytest.mark.parametrize("path", ["x" * 300, "~nosuchuser/x"], ids=["too-long", "unknown-user"])
 def test_an_impossible_model_path_is_a_config_error(path):
     with pytest.raises(ConfigError, match=r"^fuzz\.yaml: model\.path: "):
         parse_config(base(path=path), SOURCE)
 
 
-@lead(
-    "helpers/core/config.py _format_error, the label check, ModelSpec's folder check",
-    "a line break in an unknown key, a repeated label or a model path is copied raw into the message (two lines)",
-    "render keys, labels and paths with repr() (or escape \\n) in messages",
-)
 @pytest.mark.parametrize("where", ["key", "label", "model-path"])
 def test_a_line_break_in_a_key_or_label_keeps_the_message_on_one_line(where):
     cfg = copy.deepcopy(BASES["default"])
@@ -294,12 +253,6 @@ def test_a_line_break_in_a_key_or_label_keeps_the_message_on_one_line(where):
     assert "\n" not in str(err.value)
 
 
-@lead(
-    "helpers/core/config.py load_config",
-    "a config file that is not UTF-8 raises UnicodeDecodeError; YAML nested 600 deep raises RecursionError; "
-    "a config path over NAME_MAX raises OSError from is_file()",
-    "catch UnicodeDecodeError, RecursionError and OSError there and raise ConfigError naming the file",
-)
 @pytest.mark.parametrize("case", ["not-utf8", "deep", "long-path"])
 def test_an_unreadable_config_file_is_a_config_error(tmp_path, case):
     p = tmp_path / "c.yaml"

@@ -4,8 +4,10 @@ Started like an engine (``python -m fake_openai_server --host H --port P ...``; 
 ignored). Its behaviour comes from environment variables:
 
 * ``FAKE_ENGINE_MODE``: ``ok`` (default); ``die_mid_point`` (exits after ``FAKE_DIE_AFTER`` streamed
-  requests); ``never_healthy`` (``/health`` answers 503); ``bad_metrics`` (``/metrics`` is not
-  Prometheus text); ``bad_flag`` (exits at start like an argument parser rejecting a flag).
+  requests); ``hang_mid_point`` (after ``FAKE_DIE_AFTER`` streamed requests it stops answering anything,
+  ``/health`` and ``/metrics`` included, while the process lives on: a deadlocked engine);
+  ``never_healthy`` (``/health`` answers 503); ``bad_metrics`` (``/metrics`` is not Prometheus text);
+  ``bad_flag`` (exits at start like an argument parser rejecting a flag).
 * ``FAKE_API_KEY``: when set, every request must carry ``Authorization: Bearer <key>`` (else 401).
 * ``FAKE_TOKEN_DELAY_S``: seconds between streamed tokens (default 0.002).
 * ``FAKE_SERVICE_SLOTS``: when set to k > 0, at most k completions are served at once and the others
@@ -55,6 +57,7 @@ SERVICE_SLOTS = int(os.environ.get("FAKE_SERVICE_SLOTS", "0") or 0)
 CAPTURE_FILE = os.environ.get("FAKE_CAPTURE_FILE")
 CACHE_BLOCK = int(os.environ.get("FAKE_CACHE_BLOCK", "0") or 0)
 _cached_blocks: set[int] = set()
+_hung = threading.Event()  # hang_mid_point: set once the engine stops answering
 ANSWERS_FILE = os.environ.get("FAKE_ANSWERS")
 WRONG_EVERY = int(os.environ.get("FAKE_WRONG_EVERY", "0") or 0)
 
@@ -196,8 +199,14 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _hang_if_hung(self) -> None:
+        """In ``hang_mid_point`` mode, once hung: never answer (the connection stays open)."""
+        if _hung.is_set():
+            threading.Event().wait()
+
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         """Health, model list and metrics."""
+        self._hang_if_hung()
         if self.path == "/health":
             self._send(503 if MODE == "never_healthy" else 200, "text/plain", b"")
         elif self.path == "/v1/models":
@@ -211,6 +220,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         """``/v1/completions``: a JSON answer, or SSE chunks of one word per token when ``stream`` is true."""
+        self._hang_if_hung()
         n = int(self.headers.get("Content-Length") or 0)
         req = json.loads(self.rfile.read(n) or b"{}")
         if self.path == "/v1/chat/completions":
@@ -259,12 +269,16 @@ class Handler(BaseHTTPRequestHandler):
         if MODE == "die_mid_point" and streamed > DIE_AFTER:
             print(f"fake engine: dying after {DIE_AFTER} streamed requests", flush=True)
             os._exit(3)
+        if MODE == "hang_mid_point" and streamed > DIE_AFTER:
+            print(f"fake engine: hanging after {DIE_AFTER} streamed requests", flush=True)
+            _hung.set()
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
         self.end_headers()
         try:
             for i in range(out):
+                self._hang_if_hung()  # requests in flight stop mid-stream
                 chunk = {"id": "c1", "object": "text_completion", "model": req.get("model")}
                 chunk["choices"] = [{"index": 0, "text": f" w{3 + i}", "finish_reason": None}]
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,17 @@ import httpx
 import psutil
 
 from helpers.measure.metrics import MetricsParseError, parse_page
+
+CLI = (  # the real `playbook run` (helpers.tools.cli.main), with its run folders in a scratch reports folder
+    "import sys, functools; from helpers.tools import cli, runner; "
+    "cli.run_playbook = functools.partial(runner.run_playbook, reports_dir=sys.argv[1]); "
+    "raise SystemExit(cli.main(sys.argv[2:]))"
+)
+
+
+def playbook_cmd(reports: Path, config: Path, run_id: str) -> list[str]:
+    """``playbook run CONFIG --run-id RUN_ID --only 03_benchmark`` with its run folder under ``reports``."""
+    return [sys.executable, "-c", CLI, str(reports), "run", str(config), "--run-id", run_id, "--only", "03_benchmark"]
 
 
 def descendants(root: int) -> list[psutil.Process]:

@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers.engines import get_engine
+from helpers.launchers.server import start_process
+from helpers.run.processes import members
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,3 +59,29 @@ def test_engine_gets_sigterm_when_its_parent_is_killed(tmp_path):
         assert gone(child)
     finally:
         p.kill()
+
+
+FAMILY = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    print(child.pid, flush=True)
+    time.sleep(300)
+    """
+)
+
+
+def test_stop_ends_what_an_engine_killed_by_pid_left_of_its_group(tmp_path):
+    """An API server killed by pid leaves its EngineCore running: ``stop`` ends the rest of the group."""
+    log = tmp_path / "engine.log"
+    h = start_process([sys.executable, "-c", FAMILY], {}, log, "http://127.0.0.1:9", get_engine("vllm-cpu"))
+    deadline = time.monotonic() + 30
+    while not log.read_text().strip() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    child = int(log.read_text().split()[0])
+    assert os.getpgid(child) == h.process.pid  # the engine's own child is in its group
+    os.kill(h.process.pid, signal.SIGKILL)  # the "API server" only
+    h.process.wait(10)
+    assert not gone(child)
+    assert h.stop() == 1  # one left-over process ended
+    assert gone(child) and members(h.process.pid) == []

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from helpers.core.errors import TraceError
-from helpers.workload.traces._common import EPOCH_MS_THRESHOLD, SkipLog
+from helpers.workload.traces._common import EPOCH_MS_THRESHOLD, MAX_TOKENS, SkipLog
 from helpers.workload.traces.base import Trace, TraceReader, finish_trace
 
 START = ("timestamp", "start_time", "arrival_time", "time")
@@ -37,9 +37,6 @@ INPUT = ("contexttokens", "input_tokens", "prompt_tokens", "input_length")
 OUTPUT = ("generatedtokens", "output_tokens", "completion_tokens", "output_length")
 END = ("end_time", "end_timestamp")
 DURATION = {"latency_s": 1.0, "duration_s": 1.0, "latency_ms": 1e-3, "duration_ms": 1e-3}
-
-MAX_TOKENS = 2**31 - 1
-"""Largest token count taken as real; a larger one is a malformed row (it would overflow later sums)."""
 
 _NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
 
@@ -83,10 +80,22 @@ def _times(col: pa.Array) -> np.ndarray:
     if np.count_nonzero(~np.isnan(num)) >= filled / 2:
         secs = np.where(np.abs(num) <= EPOCH_MS_THRESHOLD, num, num / 1000.0)
     else:
-        text = pd.Series(pc.utf8_trim_whitespace(col).to_pylist(), dtype=object)
-        dt = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
-        secs = ((dt - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(seconds=1)).to_numpy(dtype=float, na_value=np.nan)
+        secs = _iso_seconds(pd.Series(pc.utf8_trim_whitespace(col).to_pylist(), dtype=object))
     return np.where(np.isfinite(secs), secs, np.nan)
+
+
+def _iso_seconds(text: pd.Series) -> np.ndarray:
+    """Seconds since the epoch of ISO-8601 strings; NaN where unparsable.
+
+    The difference is taken in the parsed values' own unit: ``-1`` parses as the year -1, which a
+    nanosecond ``Timestamp`` cannot hold (``OutOfBoundsDatetime``).
+    """
+    dt = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
+    if not isinstance(dt.dtype, pd.DatetimeTZDtype):  # nothing parsed
+        return np.full(len(text), np.nan)
+    values = dt.dt.tz_convert(None).to_numpy()
+    with np.errstate(invalid="ignore"):
+        return ((values - np.datetime64(0, "s")) / np.timedelta64(1, "s")).astype(float)
 
 
 def _tokens(col: pa.Array) -> np.ndarray:

@@ -4,7 +4,8 @@ Each line: ``{"timestamp": <ms from trace start>, "input_length": N, "output_len
 "hash_ids": [h0, h1, ...]}``, where ``h_j`` identifies the content of prompt tokens
 ``[512 j, 512 (j + 1))``. Equal hashes at the same position mean equal content; the profile treats a
 block as reusable only when the whole chain up to it matches an earlier request's.
-A line whose number of hash ids is not ``ceil(input_length / 512)`` is skipped and reported.
+A line whose number of hash ids is not ``ceil(input_length / 512)``, whose time is not finite or whose
+length is over ``MAX_TOKENS`` (2**31 - 1) is skipped and reported.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.core.errors import TraceError
-from helpers.workload.traces._common import SkipLog, json_object, nonneg_int
+from helpers.workload.traces._common import MAX_TOKENS, SkipLog, finite, json_object, nonneg_int
 from helpers.workload.traces.base import JsonLinesReader, Trace, finish_trace
 
 MOONCAKE_BLOCK_TOKENS = 512
@@ -27,8 +28,24 @@ def blocks_needed(input_tokens: np.ndarray | int) -> np.ndarray | int:
     return -(-input_tokens // MOONCAKE_BLOCK_TOKENS)
 
 
+def _starts_with_an_object(path: Path) -> bool:
+    """Whether the first non-blank character of the file (after a byte-order mark) is ``{``.
+
+    pyarrow's JSON reader (26.0.1) crashes the process on a file whose first value is ``null``; only
+    files that start like a Mooncake line go to it.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"{"
+
+
 def _fast(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] | None:
     """Read a clean file in one pass with pyarrow; None when anything is off (the slow path explains)."""
+    if not _starts_with_an_object(path):
+        return None
     try:
         return _fast_unchecked(path)
     except Exception:  # noqa: BLE001 - e.g. keys that are not UTF-8: the line-by-line reader names the lines
@@ -59,8 +76,11 @@ def _fast_unchecked(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] |
         cols[name] = col.to_numpy().astype(float)
     if hashes.null_count or hashes.values.null_count:
         return None
-    if (cols["input_length"] < 0).any() or (cols["output_length"] < 0).any():
+    if not np.isfinite(cols["timestamp"]).all():
         return None
+    for name in ("input_length", "output_length"):  # NaN, negative and absurd lengths: the slow path skips those lines
+        if not ((cols[name] >= 0) & (cols[name] <= MAX_TOKENS)).all():
+            return None
     if (cols["input_length"] % 1).any() or (cols["output_length"] % 1).any():
         return None
     frame = pd.DataFrame(
@@ -114,9 +134,7 @@ class MooncakeReader(JsonLinesReader):
                         missing = [k for k in FIELDS if k not in obj]
                         if missing:
                             raise ValueError(f"missing {', '.join(missing)}")
-                        ts = obj["timestamp"]
-                        if isinstance(ts, bool) or not isinstance(ts, int | float):
-                            raise ValueError(f"timestamp must be a number, got {ts!r}")
+                        ts = finite(obj["timestamp"], "timestamp")
                         h = obj["hash_ids"]
                         if not isinstance(h, list) or not all(isinstance(x, int) for x in h):
                             raise ValueError("hash_ids must be a list of integers")

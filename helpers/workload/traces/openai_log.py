@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.core.errors import TraceError
-from helpers.workload.traces._common import SkipLog, json_object, nonneg_int, to_seconds
+from helpers.workload.traces._common import SkipLog, finite, json_object, nonneg_int, to_seconds
 from helpers.workload.traces.base import JsonLinesReader, Trace, finish_trace
 
 START_KEYS = ("start_time", "timestamp", "request_time", "created")
@@ -51,6 +51,8 @@ def _content(c: Any) -> str:
 
 def _prompt(req: dict[str, Any]) -> tuple[str, int]:
     """Return the rendered prompt and the length (chars) of its leading system messages."""
+    if not isinstance(req, dict):
+        raise ValueError(f"the request must be an object, got {type(req).__name__}")
     if "messages" in req:
         msgs = req["messages"]
         if not isinstance(msgs, list) or not all(isinstance(m, dict) for m in msgs):
@@ -81,11 +83,24 @@ def _response_text(resp: dict[str, Any], obj: dict[str, Any]) -> str | None:
     return None
 
 
+def _well_formed(text: str) -> str:
+    r"""``text`` with lone surrogates (valid JSON escapes such as ``\ud800``, not text) replaced by ``?``.
+
+    The tokenizer refuses them (``TypeError``); one character for one keeps the offsets of the rest.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
+
+
 def _parse(obj: dict[str, Any]) -> dict[str, Any]:
     """One log line as a record; ``ValueError`` says what is wrong."""
     req = obj.get("request") or obj.get("body") or obj
     resp = obj.get("response") if isinstance(obj.get("response"), dict) else obj
     text, system_chars = _prompt(req)
+    text = _well_formed(text)
     usage = resp.get("usage") or obj.get("usage") or {}
     start_key = next((k for k in START_KEYS if k in obj), None)
     if start_key is None:
@@ -97,8 +112,11 @@ def _parse(obj: dict[str, Any]) -> dict[str, Any]:
     else:
         for k, scale in DURATION_KEYS.items():
             if k in obj:
-                end = start + float(obj[k]) * scale
+                end = start + finite(obj[k], k) * scale
+                if not np.isfinite(end):
+                    raise ValueError(f"{k} is out of range, got {obj[k]!r}")
                 break
+    response = _response_text(resp, obj)
     return {
         "start_s": start,
         "end_s": end,
@@ -110,7 +128,7 @@ def _parse(obj: dict[str, Any]) -> dict[str, Any]:
         "completion_tokens": nonneg_int(usage["completion_tokens"], "usage.completion_tokens")
         if "completion_tokens" in usage
         else None,
-        "response_text": _response_text(resp, obj),
+        "response_text": None if response is None else _well_formed(response),
         "conversation": next((str(obj[k]) for k in CONVERSATION_KEYS if k in obj), None),
         "system_id": hashlib.blake2b(text[:system_chars].encode(), digest_size=8).hexdigest() if system_chars else None,
     }
@@ -169,7 +187,7 @@ class OpenAILogReader(JsonLinesReader):
                         continue
                     try:
                         rec = _parse(obj)
-                    except (ValueError, TypeError, KeyError) as err:
+                    except (ValueError, TypeError, KeyError, OverflowError) as err:
                         log.skip(lineno, line, str(err))
                         continue
                     rec["line"] = lineno
