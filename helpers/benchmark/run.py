@@ -23,6 +23,7 @@ from helpers.benchmark.roofline import point_bound
 from helpers.benchmark.sla import meets_sla
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import EngineError
+from helpers.core.paths import repo_relative
 from helpers.core.secrets import known_secrets, redact
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
@@ -92,7 +93,7 @@ class EngineRun:
         port = free_port()
         cmd, _env = self.launcher.build(self.adapter, spec, self.cfg.model, port, self.run_dir)
         if not tag:
-            self.result.command = [redact(x, self.secrets) for x in cmd]
+            self.result.command = [repo_relative(redact(x, self.secrets)) for x in cmd]
         self.say(f"{spec.label}: launching ({self.launcher.kind})")
         self.handle = self.launcher.start(self.adapter, spec, self.cfg.model, port, self.run_dir, self.log_path(tag))
         ready = self.handle.wait_healthy(spec.startup_timeout_s)

@@ -31,3 +31,9 @@ def resolve_repo_path(path: str | Path) -> Path:
     """Resolve a path from a config: absolute as is, relative to the repository root otherwise."""
     p = Path(path).expanduser()
     return p if p.is_absolute() else REPO_ROOT / p
+
+
+def repo_relative(text: str) -> str:
+    """``text`` with the repository root written as ``.`` (no machine path in a record or report)."""
+    root = str(REPO_ROOT)
+    return text.replace(root + "/", "./").replace(root, ".")

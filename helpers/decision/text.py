@@ -122,7 +122,7 @@ def _evidence(fleet: pd.DataFrame, scores: list[EngineScore], sla: float) -> lis
 def _load(row: dict[str, Any]) -> str:
     """Where a configuration's figure was measured: at its SLA capacity (req/s) or at a concurrency."""
     if row.get("concurrency") is None and row.get("request_rate") is not None:
-        return f"at its SLA capacity of {_f('request_rate', row['request_rate'])} req/s"
+        return f"in its trials at the SLA capacity ({_f('request_rate', row['request_rate'])} req/s served)"
     return f"at concurrency {_f('concurrency', row['concurrency'])}"
 
 

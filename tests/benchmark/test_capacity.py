@@ -271,11 +271,11 @@ def test_an_engine_that_finishes_a_whole_batch_at_once_does_not_read_as_serving_
     Over the completions' own span that read as 379 req/s served of 84 offered; the steady window (first
     finish to last send) is empty, so no served rate is claimed and the load is not sustained.
     """
-    from helpers.measure.loadgen import _request_timing
+    from helpers.measure.timing import request_timing
 
     starts = [i / 84 for i in range(1008)]
     ends = [14.0 + i / 380 for i in range(1008)]  # first finish after the last send
-    got = _request_timing(_dump(starts, ends))
+    got = request_timing(_dump(starts, ends))
     assert got["completed_rate"] is None and got["steady_window_s"] < 0
     res = LoadResult(requests=1008, errors=0, duration_s=17, output_tok_s=0, total_tok_s=0, req_s=59,
                      input_tokens_mean=512, output_tokens_mean=256, ttft_ms={"p95": 900.0},
@@ -286,21 +286,21 @@ def test_an_engine_that_finishes_a_whole_batch_at_once_does_not_read_as_serving_
 
 def test_the_served_rate_is_the_completions_over_the_steady_window():
     """A sustained load (each request takes 2 s) serves the offered 10 req/s; one capped at 6 req/s does not."""
-    from helpers.measure.loadgen import _request_timing
+    from helpers.measure.timing import request_timing
 
     starts = [i / 10 for i in range(200)]
-    steady = _request_timing(_dump(starts, [s + 2.0 for s in starts]))
+    steady = request_timing(_dump(starts, [s + 2.0 for s in starts]))
     assert steady["completed_rate"] == pytest.approx(10, rel=0.02) and steady["steady_window_s"] == pytest.approx(17.9)
-    capped = _request_timing(_dump(starts, [2.0 + i / 6 for i in range(200)]))  # finishes at 6/s, falls behind
+    capped = request_timing(_dump(starts, [2.0 + i / 6 for i in range(200)]))  # finishes at 6/s, falls behind
     assert capped["completed_rate"] == pytest.approx(6, rel=0.05)
 
 
 def test_an_engine_that_admits_the_overload_into_its_batch_is_caught_by_its_served_rate():
     """The waiting queue stays 0 (every request is admitted): the steady-window served rate shows the overload."""
-    from helpers.measure.loadgen import _request_timing
+    from helpers.measure.timing import request_timing
 
     starts = [i / 20 for i in range(400)]
-    timing = _request_timing(_dump(starts, [1.0 + i / 12 for i in range(400)]))  # served at 12/s of 20
+    timing = request_timing(_dump(starts, [1.0 + i / 12 for i in range(400)]))  # served at 12/s of 20
     res = LoadResult(requests=400, errors=0, duration_s=34, output_tok_s=0, total_tok_s=0, req_s=12,
                      input_tokens_mean=512, output_tokens_mean=256, ttft_ms={"p95": 300.0},
                      ttft_values_ms=[300.0] * 400, offered_rate=20, **timing)  # fmt: skip
