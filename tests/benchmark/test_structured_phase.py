@@ -18,12 +18,15 @@ from helpers.benchmark.structured_phase import (
     structured_table,
     structured_workloads,
 )
-from helpers.core.config import parse_config
+from helpers.core.config import load_config, parse_config
+from helpers.core.paths import REPO_ROOT
 from helpers.engines import ENGINES, get_engine
 from helpers.engines.vllm import VllmAdapter
 from helpers.environment.records import KvPrediction, MemoryPlanRecord
 from helpers.run.folder import RunFolder
 from helpers.run.records import label_slug, load_point, point_path
+from helpers.tools.cli import build_parser
+from helpers.tools.engine_subset import select_engines
 
 FIX = "tests/fixtures/traces"
 LABEL = "fake cache"
@@ -161,3 +164,20 @@ def test_multi_turn_replay_on_each_engine_predicted_beside_achieved(tmp_path):
     (again,) = asyncio.run(run_benchmarks(cfg, tmp_path, progress=said.append))
     assert path.stat().st_mtime_ns == before and again.points[1] == p
     assert any("multi-turn replay already measured, kept" in m for m in said), said
+
+
+def test_the_h200_multi_turn_config_validates_and_runs_one_engine_at_a_time():
+    path = REPO_ROOT / "playbook" / "workloads" / "multiturn-8b.yaml"
+    cfg = load_config(path)
+    mt = cfg.workload.multi_turn
+    assert (mt.sessions, mt.turns, mt.system_prompt_tokens, mt.user_turn_tokens, mt.output_tokens) == (
+        64, 5, 1000, 150, 128,
+    )  # fmt: skip
+    assert mt.shared_system_prompt and mt.sessions_in_flight == 32 and not cfg.evidence.search.enabled
+    assert structured_workloads(cfg) == ["multi-turn"]
+    assert [(e.engine, e.knobs.prefix_caching) for e in cfg.engines] == [("vllm", True), ("sglang", True)]
+    longest = mt.system_prompt_tokens + mt.turns * mt.user_turn_tokens + (mt.turns - 1) * mt.output_tokens
+    assert all(longest + mt.output_tokens <= e.knobs.max_model_len for e in cfg.engines)
+    for e in cfg.engines:  # playbook run CONFIG --engines LABEL
+        assert [x.label for x in select_engines(cfg, [e.label]).engines] == [e.label]
+        assert build_parser().parse_args(["run", str(path), "--engines", e.label]).engines == [e.label]
