@@ -119,6 +119,11 @@ def test_the_multi_turn_replay_has_its_prediction_beside_what_the_engine_achieve
     assert s.predicted_unbounded == pytest.approx(PREDICTED) and s.predicted_finite == pytest.approx(PREDICTED)
     assert s.evicted_blocks == 0 and s.cache_reset == "prefix cache emptied before the replay"
     achieved = p.server.prefix_cache_hit_rate
+    u = s.usage
+    print(f"\n[e2e] multi-turn: predicted unbounded {s.predicted_unbounded:.3f}, finite {s.predicted_finite:.3f} "
+          f"({s.capacity_tokens:,} KV tokens, blocks of {s.block_size}); achieved {achieved} (counters), {u.hit_rate} "
+          f"(cached_tokens); TTFT p50 hit {u.ttft_hit_ms_p50} ms, miss {u.ttft_miss_ms_p50} ms; "
+          f"{u.hit_requests} of {u.reporting} requests hit; {p.output_tok_s:.0f} out tok/s")  # fmt: skip
     # three sessions start at once, so two first turns may miss the system prompt the simulation counts
     assert achieved is not None and abs(achieved - s.predicted_finite) < 0.1, (achieved, s.predicted_finite)
     assert s.usage.reporting == 24 and s.usage.hit_rate == pytest.approx(achieved, abs=0.02)
