@@ -117,7 +117,7 @@ def measurement_of(point: Point, axis: str) -> Measurement:
     return sustained_view(m, point, attempted)
 
 
-def _reset_cache(run: EngineRun) -> str | None:
+def reset_prefix_cache(run: EngineRun) -> str | None:
     """Ask the engine to drop its prefix cache; None when done, else why not."""
     path = run.adapter.cache_reset_path
     if not path or run.handle is None:
@@ -202,7 +202,7 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
         tag = f"t{i}" if round_ == 0 else f"s{round_}-t{i}"
         stored = run.stored_point("trial", tag)
         if stored is None or stored.offered_rate not in (None, load):
-            if reset and (why := _reset_cache(run)):
+            if reset and (why := reset_prefix_cache(run)):
                 notes.append(why)
                 reset = False
             n = probe_requests(run, load, latency_estimate(run.result.points))

@@ -2,8 +2,9 @@
 
 For each engine: launch it with its launcher, wait for health, time the first completed request
 (cold start), drive each concurrency level with guidellm while scraping ``/metrics`` and NVML,
-then optionally tune its batch size to the SLA, and stop it. Every point is written to the run
-folder as soon as it finishes; a re-run with the same run folder resumes. A failing engine becomes
+replay the trace or multi-turn sessions (``structured_phase``), search the SLA capacity
+(``evidence``), then optionally tune its batch size to the SLA, and stop it. Every point is written
+to the run folder as soon as it finishes; a re-run with the same run folder resumes. A failing engine becomes
 a result row with the reason and its log tail, and the next engine still runs.
 """
 
@@ -21,6 +22,7 @@ from helpers.benchmark.evidence import measure_evidence, rebuild_from_points
 from helpers.benchmark.points import first_request, point_from, prepare_dataset
 from helpers.benchmark.roofline import point_bound
 from helpers.benchmark.sla import meets_sla
+from helpers.benchmark.structured_phase import lengths_replay, measure_structured, structured_paths
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import EngineError
 from helpers.core.paths import repo_relative
@@ -81,14 +83,12 @@ class EngineRun:
         """Start the engine for ``spec`` and wait until it serves a first request.
 
         The adapter prepares what the engine needs first (e.g. random weights); benchmark-only settings
-        (``adapter.benchmark_env``: the prefix-cache reset endpoint) are added to this launch only, never
-        to the rollout's commands. A start the adapter recognises as wrong (a silent fallback) fails.
+        (``adapter.benchmark_spec``: the prefix-cache reset endpoint, per-request cached-token reports) are
+        added to this launch only, never to the rollout's commands. A start the adapter recognises as
+        wrong (a silent fallback) fails.
         """
         self.adapter.prepare(spec, self.cfg.model)
-        extra = self.adapter.benchmark_env()
-        if extra:
-            spec = spec.model_copy(deep=True)
-            spec.launcher.env = {**extra, **spec.launcher.env}
+        spec = self.adapter.benchmark_spec(spec)
         t0 = time.monotonic()
         port = free_port()
         cmd, _env = self.launcher.build(self.adapter, spec, self.cfg.model, port, self.run_dir)
@@ -161,7 +161,7 @@ class EngineRun:
             job = run_rate(rate=load, seed=seed, **common)
         else:
             job = run_point(concurrency=int(load), **common)
-        sampled = await self._sampled(job, f"the {phase} at {load:.4g}")
+        sampled = await self.sampled(job, f"the {phase} at {load:.4g}")
         self.account("search" if phase == "search" else "trials", t0)
         if sampled is None:
             return None
@@ -170,7 +170,7 @@ class EngineRun:
         point = point_from(self.spec, self.cfg, int(load) if axis == "concurrency" else 0, phase, res, knobs)
         point.offered_rate = load if axis == "rate" else None
         point.warmup_requests = warmup
-        self._complete(self.spec, point, res, server_stats, gpu_stats)
+        self.complete(self.spec, point, res, server_stats, gpu_stats)
         return point, res, queue
 
     def stop(self) -> None:
@@ -180,7 +180,7 @@ class EngineRun:
             self.say(f"{self.spec.label}: ended {left} process(es) of the engine's group left running")
             self.result.reason = self.result.reason and f"{self.result.reason} (ended {left} left-over processes)"
 
-    async def _sampled(
+    async def sampled(
         self, load: Awaitable[LoadResult], what: str
     ) -> tuple[LoadResult, ServerStats, GpuStats, list[tuple[float, float]]] | None:
         """Await one load while scraping ``/metrics`` and NVML; None (and a row) if the engine died.
@@ -208,7 +208,7 @@ class EngineRun:
         queue = [(s.t - t0, s.waiting) for s in server.snaps if s.waiting is not None]
         return res, server_stats, gpu_stats, queue
 
-    def _complete(
+    def complete(
         self, spec: EngineSpec, point: Point, res: LoadResult, server_stats: ServerStats, gpu_stats: GpuStats
     ) -> None:
         """Attach server and GPU samples, the roofline bound and the first request error to ``point``."""
@@ -247,13 +247,13 @@ class EngineRun:
             max_seconds=wl.max_seconds_per_point,
             api_key=self.handle.api_key,
         )
-        sampled = await self._sampled(load, f"the point at concurrency {c}")
+        sampled = await self.sampled(load, f"the point at concurrency {c}")
         self.account("sweep" if phase == "sweep" else "tuning", t0)
         if sampled is None:
             return None
         res, server_stats, gpu_stats, _queue = sampled
         point = point_from(spec, self.cfg, c, phase, res, knobs)
-        self._complete(spec, point, res, server_stats, gpu_stats)
+        self.complete(spec, point, res, server_stats, gpu_stats)
         save_point(self.run_dir, point, tag)
         self.say(
             f"{spec.label}: c={c} ({phase}) {point.output_tok_s:,.0f} out tok/s, "
@@ -280,14 +280,14 @@ class EngineRun:
             max_seconds=self.cfg.workload.max_seconds_per_point,
             api_key=self.handle.api_key,
         )
-        sampled = await self._sampled(load, "the trace replay")
+        sampled = await self.sampled(load, "the trace replay")
         if sampled is None:
             return None
         res, server_stats, gpu_stats, _queue = sampled
         knobs = self.spec.knobs.model_dump(exclude_defaults=True)
         point = point_from(self.spec, self.cfg, 0, "replay", res, knobs)
         point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
-        self._complete(self.spec, point, res, server_stats, gpu_stats)
+        self.complete(self.spec, point, res, server_stats, gpu_stats)
         write_json_atomic(path, point.model_dump(mode="json"))
         self.say(
             f"{self.spec.label}: trace replay {point.output_tok_s:,.0f} out tok/s, "
@@ -304,8 +304,9 @@ class EngineRun:
             return None
         target = target_concurrency(self.cfg)
         wanted = [point_path(self.run_dir, self.spec.label, "sweep", c) for c in sweep_levels(self.cfg, self.run_dir)]
-        if self.cfg.workload.replay is not None:
+        if lengths_replay(self.cfg):
             wanted.append(point_path(self.run_dir, self.spec.label, "replay", 0))
+        wanted += structured_paths(self)
         wanted += [
             point_path(self.run_dir, self.spec.label, "tune", target, f"seqs{s}")
             for s in self.spec.tune_max_num_seqs
@@ -314,7 +315,7 @@ class EngineRun:
         return prev if all(p.is_file() for p in wanted) else None
 
     async def run(self) -> EngineResult:
-        """Sweep the concurrency levels, then tune; never raises for engine trouble."""
+        """Sweep, replay (lengths or structure), search and tune; never raises for engine trouble."""
         if os.environ.get(FROM_POINTS_ENV):
             return rebuild_from_points(self)
         stored = self._stored()
@@ -329,11 +330,13 @@ class EngineRun:
                 if p is None:
                     return self.result
                 self.result.points.append(p)
-            if self.cfg.workload.replay is not None:
+            if lengths_replay(self.cfg):
                 p = await self.measure_replay()
                 if p is None:
                     return self.result
                 self.result.points.append(p)
+            if not await measure_structured(self):
+                return self.result
             if self.cfg.evidence.search.enabled and not await measure_evidence(self):
                 return self.result
         except (EngineError, ValueError, OSError) as err:

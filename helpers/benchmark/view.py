@@ -9,6 +9,7 @@ from helpers.benchmark.claims import claims_table
 from helpers.benchmark.run import run_benchmarks, target_concurrency
 from helpers.benchmark.sla import representative, representatives, sla_text
 from helpers.benchmark.stats import min_requests_for_percentile, percentile_bounded
+from helpers.benchmark.structured_phase import structured_notes, structured_table
 from helpers.core.config import PlaybookConfig
 from helpers.core.text import knob_text
 from helpers.environment.records import EnvironmentRecord, MemoryPlanRecord
@@ -117,6 +118,7 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
                 f"{p.ttft_ms_p95 or 0:,.0f} ms, {p.concurrency} request(s) in flight on average.",
                 "note",
             )
+    show_structured(results)
     cut = [(r.label, p) for r in results for p in r.points if p.incomplete]
     for label, p in cut:
         say(
@@ -154,6 +156,20 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     show_table(
         pd.DataFrame(rows), f"The measurement that stands for each engine configuration ({sla_text(ctx.cfg.sla)})"
     )
+
+
+def show_structured(results: list[EngineResult]) -> None:
+    """Replays with the traffic's structure: predicted vs achieved prefix-cache hit rate per configuration."""
+    df = structured_table(results)
+    if df.empty:
+        return
+    show_table(
+        df,
+        "Replays with the traffic's structure (shared prefixes, sessions): prefix-cache hit rate predicted at each "
+        "engine's KV capacity and block size vs achieved, and TTFT of requests with and without a cache hit",
+    )
+    for line in structured_notes(results):
+        say(line, "note")
 
 
 def _bounded(n: int, q: float) -> str:

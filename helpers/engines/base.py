@@ -63,6 +63,11 @@ class EngineAdapter:
     options_flag: ClassVar[str | None] = None
     # POST endpoint that empties the prefix cache (between repeated trials), if the engine has one
     cache_reset_path: ClassVar[str | None] = None
+    # the prefix cache's block size (tokens): the flag that sets it, a regex over the engine log with one group
+    # (the size it logged), and the engine's default when neither says (None: not known)
+    block_size_flag: ClassVar[str | None] = None
+    block_size_pattern: ClassVar[str | None] = None
+    default_block_size: ClassVar[int | None] = None
 
     def knob_flags(self, knobs: Knobs) -> list[str]:
         """Map the engine-neutral knobs onto this engine's command-line flags."""
@@ -89,6 +94,37 @@ class EngineAdapter:
     def benchmark_env(self) -> dict[str, str]:
         """Environment the benchmark's own launches add (e.g. what exposes ``cache_reset_path``); never deployed."""
         return {}
+
+    def benchmark_args(self) -> list[str]:
+        """Arguments the benchmark's own launches add (e.g. per-request cached-token reports); never deployed."""
+        return []
+
+    def benchmark_spec(self, spec: EngineSpec) -> EngineSpec:
+        """``spec`` with ``benchmark_env`` and ``benchmark_args`` added (a copy; the config's spec is untouched)."""
+        env, args = self.benchmark_env(), [a for a in self.benchmark_args() if a not in spec.extra_args]
+        if not env and not args:
+            return spec
+        spec = spec.model_copy(deep=True)
+        spec.launcher.env = {**env, **spec.launcher.env}
+        spec.extra_args = [*args, *spec.extra_args]
+        return spec
+
+    def block_size(self, spec: EngineSpec, log_text: str = "") -> tuple[int | None, str]:
+        """The prefix cache's block size (tokens) and where it came from: the engine log, a flag, the default."""
+        found = re.findall(self.block_size_pattern, log_text) if self.block_size_pattern else []
+        if found:
+            return int(found[-1]), "engine log"
+        args = list(spec.extra_args)
+        if self.block_size_flag:
+            for i, a in enumerate(args):
+                value = a.split("=", 1)[1] if a.startswith(self.block_size_flag + "=") else None
+                if a == self.block_size_flag and i + 1 < len(args):
+                    value = args[i + 1]
+                if value is not None and value.isdigit():
+                    return int(value), f"{self.block_size_flag} in extra_args"
+        if self.default_block_size:
+            return self.default_block_size, f"{self.display_name or self.name} default"
+        return None, f"not known for {self.display_name or self.name}"
 
     def prepare(self, spec: EngineSpec, model: ModelSpec) -> None:
         """Make what the engine needs on this host before launch (e.g. random weights); nothing by default."""

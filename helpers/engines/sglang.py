@@ -50,6 +50,9 @@ class SglangAdapter(EngineAdapter):
     speculative_methods = frozenset({"ngram", "draft"})
     install_hint = "python3 -m venv .engines/sglang && .engines/sglang/bin/pip install sglang==0.5.16"
     kv_capacity_pattern = r"max_total_num_tokens=(\d+)"
+    block_size_flag = "--page-size"
+    block_size_pattern = r"\bpage_size=(\d+)"  # its server_args line (0.5.16: page_size=1, a token-level radix tree)
+    default_block_size = 1
 
     def knob_flags(self, knobs: Knobs) -> list[str]:
         """Map knobs onto SGLang flags."""

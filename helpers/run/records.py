@@ -58,16 +58,61 @@ class GpuStats(_Record):
     samples: int = 0
 
 
+class CacheSplit(_Record):
+    """Prompt tokens the engine served from its prefix cache, per its usage reports, and TTFT by hit/miss."""
+
+    requests: int = Field(description="Successful requests.")
+    reporting: int = Field(description="Requests whose usage reported cached tokens.")
+    prompt_tokens: int = Field(description="Prompt tokens of the reporting requests.")
+    cached_tokens: int = Field(description="Of those, tokens served from the prefix cache.")
+    hit_rate: float | None = Field(description="cached_tokens / prompt_tokens; None: the engine reported none.")
+    hit_requests: int = Field(description="Requests with at least one cached token.")
+    ttft_hit_ms_p50: float | None = Field(description="Median TTFT of requests with cached tokens.")
+    ttft_hit_ms_p95: float | None = Field(description="95th percentile TTFT of those.")
+    ttft_miss_ms_p50: float | None = Field(description="Median TTFT of reporting requests with none cached.")
+    ttft_miss_ms_p95: float | None = Field(description="95th percentile TTFT of those.")
+
+
+class StructuredCheck(_Record):
+    """A replay that kept the traffic's structure, its predicted prefix-cache hit rate and what the engine achieved.
+
+    The prediction is ``helpers.workload.cache_sim`` over exactly the requests replayed, at this engine's
+    block size and KV capacity; the achieved rate is the point's ``server.prefix_cache_hit_rate`` (the
+    engine's counters) and ``usage`` (its per-request ``cached_tokens``).
+    """
+
+    workload: Literal["trace", "multi-turn"] = Field(description="The trace's replay or the synthetic sessions.")
+    kind: Literal["blocks", "sessions"] = Field(description="Shared token blocks, or sessions with history.")
+    description: str = Field(default="", description="What was replayed, in words.")
+    requests_planned: int = Field(description="Requests the replay holds.")
+    sessions: int = Field(default=0, description="Sessions (conversations) in it; 0 for a block replay.")
+    live_reply: bool = Field(default=False, description="Whether each reply was threaded into the next turn.")
+    skipped: int = Field(default=0, description="Trace lines or turns left out of the replay.")
+    skipped_examples: list[str] = Field(default_factory=list, description="The first few, by line number.")
+    notes: list[str] = Field(default_factory=list)
+    prefix_caching: bool | None = Field(default=None, description="The prefix_caching knob (None: engine default).")
+    block_size: int | None = Field(default=None, description="KV-cache block size simulated (tokens).")
+    block_size_source: str = Field(default="", description="Where the block size came from.")
+    capacity_tokens: int | None = Field(default=None, description="KV-cache capacity simulated (tokens).")
+    capacity_source: str = Field(default="", description="engine log, or the step-4 memory plan.")
+    predicted_unbounded: float | None = Field(default=None, description="Hit rate of an unbounded cache.")
+    predicted_finite: float | None = Field(default=None, description="Hit rate of an LRU cache of capacity_tokens.")
+    evicted_blocks: int | None = Field(default=None, description="Blocks the simulated cache evicted.")
+    prediction_note: str = Field(default="", description="The cache model, or why there is no prediction.")
+    cache_reset: str = Field(default="", description="Whether the engine's prefix cache was emptied first.")
+    usage: CacheSplit | None = Field(default=None, description="Achieved, from per-request cached_tokens.")
+
+
 class Point(_Record):
     """One measured load level of one engine configuration."""
 
     label: str = Field(description="Engine configuration label (from the config).")
     engine: str = Field(description="Engine adapter name.")
     concurrency: int
-    phase: Literal["sweep", "tune", "replay", "search", "trial"] = Field(
+    phase: Literal["sweep", "tune", "replay", "structured", "search", "trial"] = Field(
         default="sweep",
-        description="Concurrency sweep, SLA tuning, a replay of the trace's arrivals, a capacity-search probe "
-        "or a repeated trial at the capacity.",
+        description="Concurrency sweep, SLA tuning, a replay of the trace's arrivals, a replay with the traffic's "
+        "structure (shared blocks, sessions), a capacity-search probe or a repeated trial at the capacity.",
     )
     offered_rate: float | None = Field(default=None, description="Open-loop arrival rate asked for (req/s).")
     trial: int | None = Field(default=None, description="Trial number at the capacity (phase trial).")
@@ -96,6 +141,9 @@ class Point(_Record):
     server: ServerStats = Field(default_factory=ServerStats)
     gpu: GpuStats = Field(default_factory=GpuStats)
     roofline: dict[str, Any] = Field(default_factory=dict, description="Bound for this point and measured/bound.")
+    structure: StructuredCheck | None = Field(
+        default=None, description="Phase structured: predicted vs achieved prefix-cache hit rate."
+    )
 
 
 class Figure(_Record):

@@ -106,11 +106,14 @@ def points_table(results: list[EngineResult]) -> list[dict[str, Any]]:
     rows = []
     for r in results:
         for p in r.points:
-            row = p.model_dump(mode="json", exclude={"server", "gpu", "roofline", "knobs"})
+            row = p.model_dump(mode="json", exclude={"server", "gpu", "roofline", "knobs", "structure"})
             row.update({f"server_{k}": v for k, v in p.server.model_dump().items()})
             row.update({f"gpu_{k}": v for k, v in p.gpu.model_dump().items()})
             row["knobs"] = knob_text(p.knobs)
             row["roofline"] = ratio_text(p.roofline) if p.roofline else ""
+            if p.structure is not None:  # a structured replay: its predicted prefix-cache hit rates, flat
+                row["predicted_hit_rate_unbounded"] = p.structure.predicted_unbounded
+                row["predicted_hit_rate_finite"] = p.structure.predicted_finite
             rows.append(row)
     return rows
 

@@ -5,7 +5,7 @@ with guidellm's replay profile (timestamps and think times, scaled) or at a fixe
 keeps guidellm's per-request records (``helpers.measure.loadgen.RequestRecord``).
 ``run_structured_replay`` runs a ``ReplayDataset`` that way; ``cache_split`` turns the engine's
 per-request ``usage.prompt_tokens_details.cached_tokens`` into the achieved hit rate and TTFT of hit
-and miss requests.
+and miss requests (a ``helpers.run.records.CacheSplit``, which step 5 keeps in its structured point).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.core.errors import EngineError
 from helpers.measure.loadgen import (
@@ -27,24 +26,8 @@ from helpers.measure.loadgen import (
     request_records,
     summarize,
 )
+from helpers.run.records import CacheSplit
 from helpers.workload.structured import ReplayDataset
-
-
-class CacheSplit(BaseModel):
-    """Prompt tokens the engine served from its prefix cache, per its usage reports, and TTFT by hit/miss."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    requests: int = Field(description="Successful requests.")
-    reporting: int = Field(description="Requests whose usage reported cached tokens.")
-    prompt_tokens: int = Field(description="Prompt tokens of the reporting requests.")
-    cached_tokens: int = Field(description="Of those, tokens served from the prefix cache.")
-    hit_rate: float | None = Field(description="cached_tokens / prompt_tokens; None: the engine reported none.")
-    hit_requests: int = Field(description="Requests with at least one cached token.")
-    ttft_hit_ms_p50: float | None = Field(description="Median TTFT of requests with cached tokens.")
-    ttft_hit_ms_p95: float | None = Field(description="95th percentile TTFT of those.")
-    ttft_miss_ms_p50: float | None = Field(description="Median TTFT of reporting requests with none cached.")
-    ttft_miss_ms_p95: float | None = Field(description="95th percentile TTFT of those.")
 
 
 @dataclass

@@ -254,11 +254,12 @@ def _limits(cfg: PlaybookConfig) -> tuple[int, int | None]:
     return context - (cap_out or CONTEXT_ROOM_TOKENS), cap_out
 
 
-def replay_dataset(cfg: PlaybookConfig, run_dir: Path) -> ReplayDataset | None:
+def replay_dataset(cfg: PlaybookConfig, run_dir: Path, block_size: int | None = None) -> ReplayDataset | None:
     """The structured trace replay ``workload.replay.structure`` asks for, written into ``run_dir/data``.
 
     None for a lengths-only replay (``run_replay`` does that one). Prompts are capped by
-    ``replay.max_input_tokens``, else by the model's context.
+    ``replay.max_input_tokens``, else by the model's context. ``block_size``: that of the kept trace of a
+    session replay (the engine's, for its prediction); default ``workload.source.block_size``.
     """
     rp, src = cfg.workload.replay, cfg.workload.source
     if rp is None or rp.structure == "lengths" or src.path is None:
@@ -276,12 +277,16 @@ def replay_dataset(cfg: PlaybookConfig, run_dir: Path) -> ReplayDataset | None:
         )  # fmt: skip
     plan = plan_from_trace(trace, requests=rp.requests, start_s=rp.start_s, max_prompt_tokens=max_in)
     return write_session_dataset(
-        plan, cfg.model.directory, data / "replay-sessions.jsonl", live_reply=rp.live_reply, block_size=src.block_size
-    )
+        plan, cfg.model.directory, data / "replay-sessions.jsonl", live_reply=rp.live_reply,
+        block_size=block_size or src.block_size,
+    )  # fmt: skip
 
 
-def multi_turn_dataset(cfg: PlaybookConfig, run_dir: Path) -> ReplayDataset | None:
-    """The synthetic multi-turn workload of ``workload.multi_turn``, written into ``run_dir/data``; None without one."""
+def multi_turn_dataset(cfg: PlaybookConfig, run_dir: Path, block_size: int | None = None) -> ReplayDataset | None:
+    """The synthetic multi-turn workload of ``workload.multi_turn``, written into ``run_dir/data``; None without one.
+
+    ``block_size``: that of the kept trace (the engine's, for its prediction); default ``workload.source.block_size``.
+    """
     mt = cfg.workload.multi_turn
     if mt is None:
         return None
@@ -291,5 +296,5 @@ def multi_turn_dataset(cfg: PlaybookConfig, run_dir: Path) -> ReplayDataset | No
         cfg.model.directory,
         path,
         live_reply=mt.live_reply,
-        block_size=cfg.workload.source.block_size,
+        block_size=block_size or cfg.workload.source.block_size,
     )

@@ -70,3 +70,21 @@ def test_time_capped_points_are_flagged():
     assert (
         "time cap cut vllm-h200-70b-fp8 at c=100 (3 in flight)" in row(claims_table([v, s]), "SGLang / vLLM")["basis"]
     )
+
+
+def test_multi_turn_lead_reads_the_structured_replays_of_both_engines():
+    from helpers.run.records import StructuredCheck
+
+    v, s = (copy.deepcopy(r) for r in results(VLLM, SGLANG))
+    assert row(claims_table([v, s]), "SGLang leads multi-turn")["measured here"] == "not measured in this run"
+    for r, tok_s, hit in ((v, 1000.0, 0.70), (s, 1300.0, 0.72)):
+        p = copy.deepcopy(r.points[0])
+        p.phase, p.output_tok_s, p.server.prefix_cache_hit_rate = "structured", tok_s, hit
+        p.structure = StructuredCheck(
+            workload="multi-turn", kind="sessions", requests_planned=320, description="64 x 5"
+        )
+        r.points.append(p)
+    r = row(claims_table([v, s]), "SGLang leads multi-turn")
+    assert r["seed says"] == "~30% ahead of vLLM (seed 000 §5.2)" and r["measured here"] == "SGLang +30%"
+    assert r["basis"].startswith("1,300 / 1,000 output tok/s on the same multi-turn replay")
+    assert "prompt tokens from cache 72% / 70%" in r["basis"]

@@ -1,0 +1,281 @@
+"""Step 5's structured replays: each engine configuration replays the traffic with its structure, cache predicted.
+
+When the workload asks for one — a trace replay with ``workload.replay.structure`` ``blocks`` (Mooncake
+hash ids: equal ids, equal token blocks) or ``sessions`` (an OpenAI log's conversation ids: each turn the
+history plus the new message), or a synthetic ``workload.multi_turn`` (chat sessions, or an agent loop's
+long shared tool prompt and many short calls) — every engine configuration replays it after its sweep,
+on the same engine process: ``helpers.workload.structured`` writes it, ``helpers.workload.replay_run``
+drives it with guidellm (the trace's own times and think times, scaled by ``replay.time_scale``).
+
+The point (phase ``structured``, ``points/<label>/structured-<workload>-c0000.json``) is saved before the
+next phase and kept by a re-run. It carries a ``StructuredCheck``: the share of prompt tokens an LRU prefix
+cache would serve on exactly the requests replayed (``helpers.workload.cache_sim``), unbounded and at this
+engine's KV capacity (its log, else the step-4 memory plan) and block size (its log, its flag, else its
+default), beside what it achieved: its own counters over the replay (``server.prefix_cache_hit_rate``)
+and its per-request ``usage.prompt_tokens_details.cached_tokens``, which also split TTFT by hit and miss.
+The prefix cache is emptied first where the engine has an endpoint for it, so the replay starts as the
+simulation does.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from helpers.benchmark.evidence import reset_prefix_cache
+from helpers.benchmark.points import point_from
+from helpers.core.config import PlaybookConfig
+from helpers.core.errors import PlaybookError
+from helpers.environment.records import MemoryPlanRecord
+from helpers.run.folder import RunFolder
+from helpers.run.records import EngineResult, Point, StructuredCheck, load_point, point_path, write_json_atomic
+from helpers.workload.cache_sim import CACHE_SIM_MODEL, simulate_prefix_cache
+from helpers.workload.replay_run import StructuredReplay, run_structured_replay
+from helpers.workload.structured import ReplayDataset, multi_turn_dataset, replay_dataset
+
+if TYPE_CHECKING:
+    from helpers.benchmark.run import EngineRun
+
+LIVE_REPLY_NOTE = (
+    "replies are threaded live: the engine may also reuse the blocks its own replies filled, which the "
+    "simulation does not count (it predicts the history of earlier prompts only)"
+)
+
+
+def lengths_replay(cfg: PlaybookConfig) -> bool:
+    """Whether the config asks for the lengths-only replay of the trace's arrivals (``EngineRun.measure_replay``)."""
+    rp = cfg.workload.replay
+    return rp is not None and rp.structure == "lengths"
+
+
+def structured_workloads(cfg: PlaybookConfig) -> list[str]:
+    """The structured replays the config asks for: ``trace`` (blocks or sessions) and ``multi-turn``."""
+    rp = cfg.workload.replay
+    out = ["trace"] if rp is not None and rp.structure != "lengths" else []
+    return out + (["multi-turn"] if cfg.workload.multi_turn is not None else [])
+
+
+def structured_paths(run: EngineRun) -> list[Path]:
+    """Where this configuration's structured points are stored (resume looks for them)."""
+    return [point_path(run.run_dir, run.spec.label, "structured", 0, w) for w in structured_workloads(run.cfg)]
+
+
+def kv_capacity(run: EngineRun) -> tuple[int | None, str]:
+    """The engine's KV capacity in tokens and where it came from: its log, else step 4's memory plan."""
+    if run.result.kv_capacity_tokens:
+        return run.result.kv_capacity_tokens, "engine log"
+    try:
+        plan = RunFolder(run.run_dir).load(MemoryPlanRecord)
+    except PlaybookError:
+        plan = None
+    predicted = plan.predicted(run.spec.label) if plan is not None else None
+    if predicted:
+        return predicted, "memory plan (step 4)"
+    return None, "neither the engine log nor the memory plan gives it"
+
+
+def _dataset(run: EngineRun, workload: str, block_size: int | None) -> ReplayDataset:
+    """The replay of ``workload``, its kept trace at the engine's block size (for the prediction)."""
+    make = replay_dataset if workload == "trace" else multi_turn_dataset
+    ds = make(run.cfg, run.run_dir, block_size)
+    if ds is None:  # structured_workloads only names replays the config has
+        raise ValueError(f"the config has no {workload} replay")
+    return ds
+
+
+def _description(cfg: PlaybookConfig, workload: str, ds: ReplayDataset) -> str:
+    """What was replayed, in words (file names only: no machine paths in a report)."""
+    if workload == "multi-turn":
+        return ds.notes[0] if ds.notes else f"{ds.sessions} synthetic sessions, {ds.requests} turns"
+    name = Path(cfg.workload.source.path or "trace").name
+    what = "shared token blocks (hash ids)" if ds.kind == "blocks" else f"{ds.sessions} sessions with history"
+    rp = cfg.workload.replay
+    scale = f", time scale {rp.time_scale:g}" if rp is not None else ""
+    return f"{name}: {ds.requests} requests as {what}{scale}"
+
+
+def predict(ds: ReplayDataset, capacity: int | None, block_size: int) -> tuple[dict, str]:
+    """Predicted hit rates of ``ds`` (unbounded; finite at ``capacity``) as check fields, and the model or why none."""
+    try:
+        sim = simulate_prefix_cache(ds.trace, capacity or 0, block_size).summary
+    except ValueError as err:
+        return {}, f"no prediction: {err}"
+    fields = {"predicted_unbounded": sim.unbounded_hit_rate}
+    if capacity:
+        fields.update(predicted_finite=sim.hit_rate, evicted_blocks=sim.evicted_blocks)
+    note = CACHE_SIM_MODEL + ("" if capacity else "; no KV capacity known, so no finite-cache prediction")
+    return fields, note + ("; " + LIVE_REPLY_NOTE if ds.live_reply else "")
+
+
+def check_of(
+    run: EngineRun, workload: str, ds: ReplayDataset, replay: StructuredReplay, block: tuple[int, str], reset: str
+) -> StructuredCheck:
+    """The ``StructuredCheck`` of one replay on this engine: predicted beside achieved (``usage``)."""
+    block_size, block_source = block
+    description = _description(run.cfg, workload, ds)
+    capacity, capacity_source = kv_capacity(run)
+    fields, note = predict(ds, capacity, block_size)
+    return StructuredCheck(
+        workload=workload,  # type: ignore[arg-type]
+        kind=ds.kind,
+        description=description,
+        requests_planned=ds.requests,
+        sessions=ds.sessions,
+        live_reply=ds.live_reply,
+        skipped=ds.skipped,
+        skipped_examples=ds.skipped_examples,
+        notes=[n for n in ds.notes if n != description],
+        prefix_caching=run.spec.knobs.prefix_caching,
+        block_size=block_size,
+        block_size_source=block_source,
+        capacity_tokens=capacity,
+        capacity_source=capacity_source,
+        prediction_note=note,
+        cache_reset=reset,
+        usage=replay.cache,
+        **fields,
+    )
+
+
+def _reset(run: EngineRun) -> str:
+    """Empty the engine's prefix cache before the replay; say whether it was."""
+    why = reset_prefix_cache(run)
+    if why is None:
+        return "prefix cache emptied before the replay"
+    return f"not emptied first ({why}); the earlier points' prompts share nothing with the replay and go first"
+
+
+async def measure_one(run: EngineRun, workload: str) -> Point | None:
+    """Replay ``workload`` on the running engine and save its point; the stored one if measured before.
+
+    None if the engine died (the result row says why).
+    """
+    path = point_path(run.run_dir, run.spec.label, "structured", 0, workload)
+    stored = load_point(path)
+    if stored is not None:
+        run.say(f"{run.spec.label}: {workload} replay already measured, kept")
+        return stored
+    assert run.handle is not None
+    block = run.adapter.block_size(run.spec, run.whole_log())
+    if block[0] is None:
+        block = (run.cfg.workload.source.block_size, f"workload.source.block_size ({block[1]})")
+    ds = _dataset(run, workload, block[0])
+    reset = _reset(run)
+    rp, done = run.cfg.workload.replay, []
+
+    async def load():
+        replay = await run_structured_replay(
+            run.handle.base_url,
+            run.adapter.served_model_name(run.cfg.model),
+            run.cfg.model.directory,
+            ds,
+            time_scale=rp.time_scale if (workload == "trace" and rp is not None) else 1.0,
+            max_seconds=run.cfg.workload.max_seconds_per_point,
+            api_key=run.handle.api_key,
+        )
+        done.append(replay)
+        return replay.load
+
+    t0 = time.monotonic()
+    sampled = await run.sampled(load(), f"the {workload} replay")
+    run.account("structured", t0)
+    if sampled is None:
+        return None
+    res, server_stats, gpu_stats, _queue = sampled
+    point = point_from(run.spec, run.cfg, 0, "structured", res, run.spec.knobs.model_dump(exclude_defaults=True))
+    point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
+    run.complete(run.spec, point, res, server_stats, gpu_stats)
+    point.structure = check_of(run, workload, ds, done[0], block, reset)
+    write_json_atomic(path, point.model_dump(mode="json"))
+    s = point.structure
+    run.say(
+        f"{run.spec.label}: {workload} replay {point.output_tok_s:,.0f} out tok/s; prefix-cache hit rate predicted "
+        f"{_pct(s.predicted_finite)} (unbounded {_pct(s.predicted_unbounded)}), achieved "
+        f"{_pct(point.server.prefix_cache_hit_rate)}"
+    )
+    return point
+
+
+async def measure_structured(run: EngineRun) -> bool:
+    """Every structured replay the config asks for, on the running engine; False if the engine died."""
+    for workload in structured_workloads(run.cfg):
+        p = await measure_one(run, workload)
+        if p is None:
+            return False
+        run.result.points.append(p)
+    return True
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.1%}"
+
+
+def _ms(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.0f}"
+
+
+def _pp(a: float | None, b: float | None) -> str:
+    return "–" if a is None or b is None else f"{(a - b) * 100:+.1f}"
+
+
+def structured_points(results: list[EngineResult]) -> list[Point]:
+    """The structured points of every configuration, in config order."""
+    return [p for r in results for p in r.points if p.phase == "structured" and p.structure is not None]
+
+
+def structured_table(results: list[EngineResult]) -> pd.DataFrame:
+    """Per configuration and structured replay: predicted vs achieved prefix-cache hit rate, TTFT by hit/miss."""
+    rows = []
+    for p in structured_points(results):
+        s = p.structure
+        assert s is not None
+        u, achieved = s.usage, p.server.prefix_cache_hit_rate
+        off = s.prefix_caching is False
+        rows.append(
+            {
+                "engine config": p.label,
+                "replay": s.workload,
+                "requests": f"{p.requests} of {s.requests_planned}" + (f" ({p.errors} failed)" if p.errors else ""),
+                "prefix caching": "off" if off else "on" if s.prefix_caching else "engine default",
+                "block size": f"{s.block_size} ({s.block_size_source})" if s.block_size else "–",
+                "KV capacity tokens": f"{s.capacity_tokens:,} ({s.capacity_source})" if s.capacity_tokens else "–",
+                "predicted, unbounded": _pct(s.predicted_unbounded),
+                "predicted, finite (LRU at KV capacity)": "0.0% (caching off)" if off else _pct(s.predicted_finite),
+                "achieved (server counters)": _pct(achieved),
+                "achieved (per-request cached_tokens)": _pct(u.hit_rate if u else None),
+                "achieved − predicted finite (pp)": _pp(achieved, 0.0 if off else s.predicted_finite),
+                "TTFT p50 ms hit / miss": f"{_ms(u.ttft_hit_ms_p50)} / {_ms(u.ttft_miss_ms_p50)}" if u else "–",
+                "TTFT p95 ms hit / miss": f"{_ms(u.ttft_hit_ms_p95)} / {_ms(u.ttft_miss_ms_p95)}" if u else "–",
+                "requests hit / reporting": f"{u.hit_requests} / {u.reporting}" if u else "–",
+                "output tok/s": round(p.output_tok_s),
+                "in flight (mean)": p.concurrency,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def structured_notes(results: list[EngineResult]) -> list[str]:
+    """What each structured replay was, how it was predicted, and where a figure is missing, why (one line each)."""
+    out, seen = [], set()
+    for p in structured_points(results):
+        s = p.structure
+        assert s is not None
+        if (s.workload, s.description) not in seen:
+            seen.add((s.workload, s.description))
+            out.append(f"{s.workload} replay: {s.description}" + "".join(f"; {n}" for n in s.notes))
+            if s.skipped:
+                out.append(f"{s.workload} replay: {s.skipped} trace line(s) left out: " + "; ".join(s.skipped_examples))
+        out.append(f"{p.label}, {s.workload}: {s.prediction_note}; {s.cache_reset}")
+        if s.usage is None or not s.usage.reporting:
+            out.append(
+                f"{p.label}, {s.workload}: the engine reported no per-request cached tokens, so TTFT cannot be "
+                "split by cache hit and miss"
+            )
+        if p.server.prefix_cache_hit_rate is None:
+            out.append(
+                f"{p.label}, {s.workload}: no prefix-cache counters over the replay ({p.server.error or 'none'})"
+            )
+    return out
