@@ -198,6 +198,7 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
         if stop:
             notes.append(why)
             break
+    run.steps.drop(run.spec.label, "trial")  # the interval was tight before the trial cap: the rest is not needed
     return done
 
 
@@ -227,7 +228,6 @@ async def trials(run: EngineRun, cap: CapacitySummary, max_steps_down: int = 2) 
         run.result.points.extend(done)
         load = load * (1 - cap.tolerance) if cap.axis == "rate" else max(1.0, load - 1)
     run.result.points.extend(done)
-    run.steps.drop(run.spec.label, "trial")  # the interval was tight before the trial cap
     cap.trial_load = load
     cache = "prefix cache reset before each trial" if reset else "prefix cache kept between trials"
     cap.trials_note = "; ".join([f"{len(done)} trial(s) at {load:.4g}, {cache}", *dict.fromkeys(notes)])

@@ -54,8 +54,11 @@ class ProgressEvents:
 
     def __init__(self, path: Path | None, clock: Callable[[], float] = _now) -> None:
         self.path, self.clock = path, clock
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            self.path = None
 
     def emit(self, event: str, **data: Any) -> None:
         """Append one event; a full disk or a read-only folder only stops the progress, not the run."""
