@@ -9,6 +9,7 @@ finished, kept or dropped, each with the count, the share done and the ETA, and 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -92,7 +93,17 @@ class ConsoleProgress:
     def _open(self) -> None:
         self.close()
         if self.tty:
-            self.bar = tqdm(total=self.tracker.total, file=self.stream, desc=PREFIX, bar_format=BAR_FORMAT)
+            self.bar = tqdm(
+                total=self.tracker.total, file=self.stream, desc=PREFIX, bar_format=BAR_FORMAT, **self._shape()
+            )
+
+    def _shape(self) -> dict[str, int]:
+        """A size for a terminal that reports none (0 x 0: tqdm would draw nothing there); else tqdm's own."""
+        try:
+            size = os.get_terminal_size(self.stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            return {}
+        return {} if size.columns and size.lines else {"ncols": 100, "nrows": 24}
 
     def _draw(self) -> None:
         """Bring the bar up to date (the ETA falls while a unit runs: called on every tick too)."""

@@ -1,10 +1,15 @@
 """The console side of step 5's progress: a line per unit off a terminal, a bar on one; the file watched live."""
 
 import io
+import os
+import pty
 import re
+import subprocess
+import sys
 import threading
 import time
 
+from helpers.core.paths import REPO_ROOT
 from helpers.run.progress import ProgressEvents, Unit
 from helpers.tools.progress_console import ConsoleProgress, watch_progress
 
@@ -101,3 +106,45 @@ def test_the_watch_shows_what_the_kernel_appends_while_it_runs_and_skips_an_earl
 def test_no_stream_shows_nothing(tmp_path):
     with watch_progress(tmp_path / "progress.jsonl", None) as console:
         assert console is None
+
+
+KERNEL_IN_A_TERMINAL = """
+import sys
+from pathlib import Path
+from helpers.run.progress import ProgressEvents, Unit
+from helpers.tools.progress_console import watch_progress
+path = Path(sys.argv[1])
+units = [Unit(key=f"k{i}", label="vllm", kind="sweep", what=f"sweep {i}", expected_s=1.0) for i in range(2)]
+with watch_progress(path, sys.stderr, poll_s=0.05):
+    ev = ProgressEvents(path)
+    ev.plan(units)
+    for u in units:
+        ev.start(u)
+        ev.done(u.key)
+    ev.end()
+"""
+
+
+def test_a_real_terminal_without_a_size_still_gets_the_bar(tmp_path):
+    """A pseudo-terminal that reports 0 x 0 (as some ``docker exec`` sessions do): tqdm alone draws nothing there."""
+    main, child = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KERNEL_IN_A_TERMINAL, str(tmp_path / "progress.jsonl")],
+        stdout=child,
+        stderr=child,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    os.close(child)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait(timeout=60) == 0
+    text = out.decode("utf-8", errors="replace")
+    assert "\r[step 5] 100%|" in text and "2/2 units" in text, text
