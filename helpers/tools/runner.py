@@ -16,7 +16,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import IO, TextIO
 
 import yaml
 
@@ -32,9 +32,6 @@ from helpers.run.progress import PROGRESS_FILE
 from helpers.run.summary import write_summary
 from helpers.tools.engine_subset import config_file, select_engines
 from helpers.tools.progress_console import watch_progress
-
-KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
-"""The kernel's own start-up warnings ("running over TCP without encryption": a local kernel) stay quiet."""
 
 
 def notebooks(playbook_dir: Path = PLAYBOOK_DIR) -> list[Path]:
@@ -63,10 +60,30 @@ def _redact_file(path: Path, secrets: list[str]) -> None:
         write_text_atomic(path, clean)
 
 
+def kernel_manager_writing_to(log: IO[str]) -> type:
+    """A kernel manager class whose kernels' own stdout and stderr go to ``log``, not to this terminal.
+
+    The kernel relays what Python code prints to papermill, but not what reaches its file descriptors
+    directly: its start-up warning ("running over TCP without encryption"), and the processes it starts
+    (multiprocessing's resource tracker: "leaked semaphore objects" when guidellm's workers end).
+    """
+    # heavy; only the notebook runner needs it (papermill brings it)
+    from jupyter_client.manager import AsyncKernelManager
+
+    class NotebookKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: object) -> None:
+            kw.setdefault("stdout", log)
+            kw.setdefault("stderr", log)
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return NotebookKernelManager
+
+
 def execute(nb: Path, out: Path, config_path: Path, run_dir: Path) -> str | None:
     """Run one notebook with papermill; return None on success or the error in one line.
 
-    The kernel's streams are appended to ``notebook_log``, not echoed to the console.
+    The kernel's streams, and whatever it or its children write to their file descriptors, are appended
+    to ``notebook_log``, not echoed to the console.
     """
     # heavy; only the notebook runner needs it
     import papermill as pm
@@ -84,7 +101,7 @@ def execute(nb: Path, out: Path, config_path: Path, run_dir: Path) -> str | None
                 log_output=False,
                 stdout_file=sink,
                 stderr_file=sink,
-                extra_arguments=KERNEL_ARGUMENTS,
+                kernel_manager_class=kernel_manager_writing_to(sink),
                 progress_bar=False,
                 request_save_on_cell_execute=True,
             )
