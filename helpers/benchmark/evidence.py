@@ -11,6 +11,7 @@ prefixes (then caching is what is measured). Warm-up requests open each trial an
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import TYPE_CHECKING
 
@@ -154,9 +155,13 @@ async def search(run: EngineRun) -> CapacitySummary | None:
         retries=s.retries,
         reuse=reuse,
     )
-    while (load := machine.next_load()) is not None:
+    label = result.label
+    for number in itertools.count():
+        if (load := machine.next_load()) is None:
+            break
         probe = machine.take_reused(load)
         if probe is None:
+            run.steps.begin(label, "probe", number, f"capacity probe {number + 1}")
             attempt = sum(1 for p in machine.probes if p.load == load)
             n = probe_requests(run, load, latency_estimate(result.points))
             got = await run.measure_load(phase="search", load=load, tag=f"{load:.5g}-{attempt}", requests=n)
@@ -167,10 +172,13 @@ async def search(run: EngineRun) -> CapacitySummary | None:
             probe = machine.record(sustained_view(m, point, res.requests + res.errors + res.incomplete))
             point.probe, point.verdict = probe.model_dump(mode="json"), probe.why
             run.save(point, tag=f"{load:.5g}-{attempt}")
+            run.steps.end(label, "probe", number)
             run.result.points.append(point)
         else:
+            run.steps.kept(label, "probe", number)
             machine.record(probe)
         run.say(f"{result.label}: capacity probe {load:.4g} → {'pass' if probe.passed else 'fail'}: {probe.why}")
+    run.steps.drop(label, "probe")  # the bracket is narrow enough: the probes left are not needed
     found = machine.result()
     return CapacitySummary(
         axis=found.axis,
@@ -202,6 +210,9 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
         tag = f"t{i}" if round_ == 0 else f"s{round_}-t{i}"
         stored = run.stored_point("trial", tag)
         if stored is None or stored.offered_rate not in (None, load):
+            run.steps.begin(
+                run.spec.label, "trial", tag, f"trial {i + 1}" + (f" (step down {round_})" if round_ else "")
+            )
             if reset and (why := reset_prefix_cache(run)):
                 notes.append(why)
                 reset = False
@@ -216,11 +227,15 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
             stored.probe, stored.verdict = probe.model_dump(mode="json"), probe.why
             stored.trial = i
             run.save(stored, tag=tag)
+            run.steps.end(run.spec.label, "trial", tag)
+        else:
+            run.steps.kept(run.spec.label, "trial", tag)
         done.append(stored)
         stop, why = enough_trials([p.output_tok_s for p in done], t.target_rel_ci, t.min_trials, t.max_trials)
         if stop:
             notes.append(why)
             break
+    run.steps.drop(run.spec.label, "trial")  # the interval was tight before the trial cap: the rest is not needed
     return done
 
 
@@ -234,6 +249,7 @@ async def trials(run: EngineRun, cap: CapacitySummary, max_steps_down: int = 2) 
     load = cap.capacity
     if load is None:
         cap.trials_note = "no load met the SLA: nothing to repeat"
+        run.steps.drop(run.spec.label, "trial")
         return True
     reset, notes = resets_cache(run), []
     for round_ in range(max_steps_down + 1):

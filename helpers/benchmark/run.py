@@ -19,10 +19,11 @@ from pathlib import Path
 import httpx
 
 from helpers.benchmark.evidence import measure_evidence, rebuild_from_points
+from helpers.benchmark.plan import StepProgress, planned_points, target_concurrency
 from helpers.benchmark.points import first_request, point_from, prepare_dataset
 from helpers.benchmark.roofline import point_bound
 from helpers.benchmark.sla import meets_sla
-from helpers.benchmark.structured_phase import lengths_replay, measure_structured, structured_paths
+from helpers.benchmark.structured_phase import lengths_replay, measure_structured
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import EngineError
 from helpers.core.paths import repo_relative
@@ -57,8 +58,16 @@ Progress = Callable[[str], None]
 class EngineRun:
     """One engine configuration's life: launch, measure, stop; every step leaves a record."""
 
-    def __init__(self, spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path, progress: Progress | None = None):
+    def __init__(
+        self,
+        spec: EngineSpec,
+        cfg: PlaybookConfig,
+        run_dir: Path,
+        progress: Progress | None = None,
+        steps: StepProgress | None = None,
+    ):
         self.spec, self.cfg, self.run_dir = spec, cfg, Path(run_dir)
+        self.steps: StepProgress = steps or StepProgress(cfg)  # the progress events (``benchmark.plan``)
         self.adapter = get_engine(spec.engine)
         self.launcher = LAUNCHERS[spec.launcher.kind]
         self.secrets = known_secrets(cfg)
@@ -78,6 +87,7 @@ class EngineRun:
         if self.handle is not None:
             self.result.log_tail = redact(self.handle.log_tail(LOG_TAIL_LINES), self.secrets)
         self.say(f"{self.spec.label}: {self.result.status}: {self.result.reason}")
+        self.steps.drop(self.spec.label)  # its planned units will not run (a later tuning launch revives its own)
 
     def launch(self, spec: EngineSpec, tag: str = "") -> ServerHandle:
         """Start the engine for ``spec`` and wait until it serves a first request.
@@ -87,6 +97,7 @@ class EngineRun:
         added to this launch only, never to the rollout's commands. A start the adapter recognises as
         wrong (a silent fallback) fails.
         """
+        self.steps.begin(spec.label, "cold", unit := tag.removeprefix("tune-") or "main")
         self.adapter.prepare(spec, self.cfg.model)
         spec = self.adapter.benchmark_spec(spec)
         t0 = time.monotonic()
@@ -104,6 +115,7 @@ class EngineRun:
         served = self.adapter.served_model_name(self.cfg.model)
         cold = first_request(self.handle, served, timeout_s=max(30.0, spec.startup_timeout_s - ready))
         self.account("cold start", t0)
+        self.steps.end(spec.label, "cold", unit)
         if not tag:
             self.result.ready_s, self.result.cold_start_s = ready, cold
             self.result.kv_capacity_tokens = self.adapter.kv_capacity_from_log(self.whole_log())
@@ -234,8 +246,10 @@ class EngineRun:
         stored = load_point(point_path(self.run_dir, spec.label, phase, c, tag))
         if stored is not None:
             self.say(f"{spec.label}: c={c} ({phase}) already measured, kept")
+            self.steps.kept(spec.label, phase, tag or c)
             return stored
         wl, t0 = self.cfg.workload, time.monotonic()
+        self.steps.begin(spec.label, phase, tag or c)
         dataset = prepare_dataset(self.cfg, self.run_dir, f"{phase}{('-' + tag) if tag else ''}-c{c}")
         load = run_point(
             self.handle.base_url,
@@ -255,6 +269,7 @@ class EngineRun:
         point = point_from(spec, self.cfg, c, phase, res, knobs)
         self.complete(spec, point, res, server_stats, gpu_stats)
         save_point(self.run_dir, point, tag)
+        self.steps.end(spec.label, phase, tag or c)
         self.say(
             f"{spec.label}: c={c} ({phase}) {point.output_tok_s:,.0f} out tok/s, "
             f"TTFT p95 {point.ttft_ms_p95 or 0:,.0f} ms, {point.errors} errors"
@@ -267,7 +282,9 @@ class EngineRun:
         path = point_path(self.run_dir, self.spec.label, "replay", 0)
         stored = load_point(path)
         if stored is not None:
+            self.steps.kept(self.spec.label, "replay", 0)
             return stored
+        self.steps.begin(self.spec.label, "replay", 0)
         rows = Path(self.run_dir) / "data" / "replay-trace.jsonl"
         if not rows.is_file():
             write_replay_trace(self.cfg, rows)
@@ -289,6 +306,7 @@ class EngineRun:
         point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
         self.complete(self.spec, point, res, server_stats, gpu_stats)
         write_json_atomic(path, point.model_dump(mode="json"))
+        self.steps.end(self.spec.label, "replay", 0)
         self.say(
             f"{self.spec.label}: trace replay {point.output_tok_s:,.0f} out tok/s, "
             f"TTFT p95 {point.ttft_ms_p95 or 0:,.0f} ms"
@@ -298,29 +316,19 @@ class EngineRun:
     def _stored(self) -> EngineResult | None:
         """The stored result of an earlier, complete attempt in this run folder (resume), if any."""
         prev = load_engine_result(self.run_dir, self.spec.label)
-        if prev is None or prev.status != "ok":
+        if prev is None or prev.status != "ok" or (self.cfg.evidence.search.enabled and prev.capacity is None):
             return None
-        if self.cfg.evidence.search.enabled and prev.capacity is None:
-            return None
-        target = target_concurrency(self.cfg)
-        wanted = [point_path(self.run_dir, self.spec.label, "sweep", c) for c in sweep_levels(self.cfg, self.run_dir)]
-        if lengths_replay(self.cfg):
-            wanted.append(point_path(self.run_dir, self.spec.label, "replay", 0))
-        wanted += structured_paths(self)
-        wanted += [
-            point_path(self.run_dir, self.spec.label, "tune", target, f"seqs{s}")
-            for s in self.spec.tune_max_num_seqs
-            if s != self.spec.knobs.max_num_seqs  # that one is the sweep's own point
-        ]
-        return prev if all(p.is_file() for p in wanted) else None
+        return prev if all(p.is_file() for p in planned_points(self.spec, self.cfg, self.run_dir)) else None
 
     async def run(self) -> EngineResult:
         """Sweep, replay (lengths or structure), search and tune; never raises for engine trouble."""
         if os.environ.get(FROM_POINTS_ENV):
+            self.steps.kept(self.spec.label)
             return rebuild_from_points(self)
         stored = self._stored()
         if stored is not None:
             self.say(f"{self.spec.label}: every point already measured in this run folder, kept")
+            self.steps.kept(self.spec.label)
             return stored
         self.result.version = self.launcher.version(self.adapter, self.spec)
         try:
@@ -370,6 +378,7 @@ class EngineRun:
                 p = await self.measure(spec, target, "tune")
             except (EngineError, httpx.HTTPError, ValueError, OSError) as err:
                 self.say(f"{self.spec.label}: tuning max_num_seqs={seqs} failed: {err}")
+                self.steps.drop(self.spec.label, "cold", "tune", idents=[f"seqs{seqs}"])
                 p = None
             finally:
                 self.stop()
@@ -382,17 +391,13 @@ class EngineRun:
             self.result.tuned_knobs = dict(best.knobs)
 
 
-def target_concurrency(cfg: PlaybookConfig) -> int:
-    """The concurrency the SLA tuning and the comparison target."""
-    return cfg.workload.target_concurrency or max(cfg.workload.concurrency)
-
-
 async def run_benchmarks(cfg: PlaybookConfig, run_dir: Path, progress: Progress | None = None) -> list[EngineResult]:
     """Benchmark every engine of ``cfg`` into ``run_dir``; returns one result per engine, in config order."""
-    run_dir = Path(run_dir)
-    results = []
+    run_dir, results = Path(run_dir), []
+    steps = StepProgress(cfg, run_dir)  # the plan, and every unit's events, for the console's progress bar
     for spec in cfg.engines:
-        result = await EngineRun(spec, cfg, run_dir, progress).run()
+        result = await EngineRun(spec, cfg, run_dir, steps.telling(progress), steps).run()
         save_engine_result(run_dir, result)
         results.append(result)
+    steps.finish()
     return results

@@ -156,9 +156,11 @@ async def measure_one(run: EngineRun, workload: str) -> Point | None:
     path = point_path(run.run_dir, run.spec.label, "structured", 0, workload)
     stored = load_point(path)
     if stored is not None:
+        run.steps.kept(run.spec.label, "structured", workload)
         run.say(f"{run.spec.label}: {workload} replay already measured, kept")
         return stored
     assert run.handle is not None
+    run.steps.begin(run.spec.label, "structured", workload)
     block = run.adapter.block_size(run.spec, run.whole_log())
     if block[0] is None:
         block = (run.cfg.workload.source.block_size, f"workload.source.block_size ({block[1]})")
@@ -190,6 +192,7 @@ async def measure_one(run: EngineRun, workload: str) -> Point | None:
     run.complete(run.spec, point, res, server_stats, gpu_stats)
     point.structure = check_of(run, workload, ds, done[0], block, reset)
     write_json_atomic(path, point.model_dump(mode="json"))
+    run.steps.end(run.spec.label, "structured", workload)
     s = point.structure
     run.say(
         f"{run.spec.label}: {workload} replay {point.output_tok_s:,.0f} out tok/s; prefix-cache hit rate predicted "

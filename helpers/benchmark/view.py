@@ -6,7 +6,8 @@ import pandas as pd
 
 from helpers.benchmark import plots
 from helpers.benchmark.claims import claims_table
-from helpers.benchmark.run import run_benchmarks, target_concurrency
+from helpers.benchmark.plan import target_concurrency
+from helpers.benchmark.run import run_benchmarks
 from helpers.benchmark.sla import representative, representatives, sla_text
 from helpers.benchmark.stats import min_requests_for_percentile, percentile_bounded
 from helpers.benchmark.structured_phase import structured_notes, structured_table

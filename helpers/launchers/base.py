@@ -19,6 +19,7 @@ class Launcher:
     """Builds the command for an engine and starts it; subclasses set ``kind``."""
 
     kind: ClassVar[str] = ""
+    starts_engine: ClassVar[bool] = True  # False: the server already runs (its cold start is not ours)
 
     def check_spec(self, spec: LauncherSpec) -> None:
         """Raise ``ValueError`` naming the missing field when ``spec`` lacks what this launcher needs."""

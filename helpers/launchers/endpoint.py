@@ -26,6 +26,7 @@ class EndpointLauncher(Launcher):
     """An already-running OpenAI-compatible server."""
 
     kind = "endpoint"
+    starts_engine = False
 
     def check_spec(self, spec: LauncherSpec) -> None:
         """The endpoint launcher needs ``url``."""

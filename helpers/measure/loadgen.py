@@ -15,6 +15,7 @@ final usage). Plain HTTP/1.1 is used, as the engines serve it.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,13 +58,15 @@ class LoadResult:
 
 
 def _configure_guidellm() -> None:
-    """Quiet guidellm's console logging and size its worker pool for this machine.
+    """Quiet guidellm's console logging (and the bars of the ``datasets`` it reads prompts with); size its workers.
 
     The log level is read by guidellm when it is first imported, so it is set through its
     environment variable before that import (reconfiguring its logger later hangs its workers).
     """
     level = os.environ.get("PLAYBOOK_GUIDELLM_LOG_LEVEL", "WARNING")
     os.environ.setdefault("GUIDELLM__LOGGING__CONSOLE_LOG_LEVEL", level)
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # a "Generating train split" bar per load
+    warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm.auto in a kernel without ipywidgets
     # guidellm reads its log level at import and pulls in torch: imported when a load runs
     from guidellm.settings import settings
 

@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("config", help="workload config YAML (e.g. playbook/workloads/default.yaml)")
     r.add_argument("--run-id", help="reuse a run folder under reports/ (resumes measured points)")
     r.add_argument("--only", nargs="*", help="run only these notebooks (e.g. 03_benchmark)")
-    r.add_argument("--quiet", action="store_true", help="do not echo notebook output to the terminal")
+    r.add_argument("--quiet", action="store_true", help="do not show step 5's progress bar and notes")
     r.add_argument("--engines", nargs="+", metavar="LABEL", help="run only these engine configurations (labels)")
     r.add_argument(
         "--from-points",

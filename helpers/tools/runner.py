@@ -3,13 +3,20 @@
 Each notebook gets two parameters, the config path and the run folder. A notebook that fails is
 still saved (papermill writes it with the error) and the next notebook runs; the report renders
 whatever the run produced and says which notebook failed.
+
+The console shows one line per notebook and, during step 5, one progress bar with an ETA
+(``helpers.tools.progress_console``, fed by the kernel through the run folder's ``logs/progress.jsonl``).
+What the kernels print (warnings, libraries' own bars) goes to ``logs/notebooks/<notebook>.log`` in the
+run folder instead; the engines' logs are in ``logs/`` as before.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO, TextIO
 
 import yaml
 
@@ -22,8 +29,10 @@ from helpers.report.html import render_report
 from helpers.report.index import write_index
 from helpers.run.lock import RunLock
 from helpers.run.processes import Watchdog
+from helpers.run.progress import PROGRESS_FILE
 from helpers.run.summary import write_summary
 from helpers.tools.engine_subset import config_file, select_engines
+from helpers.tools.progress_console import watch_progress
 
 
 def notebooks(playbook_dir: Path = PLAYBOOK_DIR) -> list[Path]:
@@ -37,8 +46,13 @@ def new_run_id(name: str, now: datetime | None = None) -> str:
     return f"{now:%Y%m%d-%H%M%S}-{slug(name)}"
 
 
-def _redact_notebook(path: Path, secrets: list[str]) -> None:
-    """Remove secrets from an executed notebook file, in place."""
+def notebook_log(run_dir: Path, nb: Path) -> Path:
+    """Where the kernel's stdout and stderr of notebook ``nb`` go: ``logs/notebooks/<name>.log``."""
+    return run_dir / "logs" / "notebooks" / f"{nb.stem}.log"
+
+
+def _redact_file(path: Path, secrets: list[str]) -> None:
+    """Remove secrets from an executed notebook or a log file, in place."""
     if not secrets or not path.is_file():
         return
     text = path.read_text(encoding="utf-8")
@@ -47,22 +61,51 @@ def _redact_notebook(path: Path, secrets: list[str]) -> None:
         write_text_atomic(path, clean)
 
 
-def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, log_output: bool) -> str | None:
-    """Run one notebook with papermill; return None on success or the error in one line."""
+def kernel_manager_writing_to(log: IO[str]) -> type:
+    """A kernel manager class whose kernels' own stdout and stderr go to ``log``, not to this terminal.
+
+    The kernel relays what Python code prints to papermill, but not what reaches its file descriptors
+    directly: its start-up warning ("running over TCP without encryption"), and the processes it starts
+    (multiprocessing's resource tracker: "leaked semaphore objects" when guidellm's workers end).
+    """
+    # heavy; only the notebook runner needs it (papermill brings it)
+    from jupyter_client.manager import AsyncKernelManager
+
+    class NotebookKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: object) -> None:
+            kw.setdefault("stdout", log)
+            kw.setdefault("stderr", log)
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return NotebookKernelManager
+
+
+def execute(nb: Path, out: Path, config_path: Path, run_dir: Path) -> str | None:
+    """Run one notebook with papermill; return None on success or the error in one line.
+
+    The kernel's streams, and whatever it or its children write to their file descriptors, are appended
+    to ``notebook_log``, not echoed to the console.
+    """
     # heavy; only the notebook runner needs it
     import papermill as pm
 
+    log = notebook_log(run_dir, nb)
+    log.parent.mkdir(parents=True, exist_ok=True)
     try:
-        pm.execute_notebook(
-            str(nb),
-            str(out),
-            parameters={"config_path": str(config_path), "run_dir": str(run_dir)},
-            kernel_name="python3",
-            cwd=str(PLAYBOOK_DIR),
-            log_output=log_output,
-            progress_bar=False,
-            request_save_on_cell_execute=True,
-        )
+        with open(log, "a", encoding="utf-8") as sink:
+            pm.execute_notebook(
+                str(nb),
+                str(out),
+                parameters={"config_path": str(config_path), "run_dir": str(run_dir)},
+                kernel_name="python3",
+                cwd=str(PLAYBOOK_DIR),
+                log_output=False,
+                stdout_file=sink,
+                stderr_file=sink,
+                kernel_manager_class=kernel_manager_writing_to(sink),
+                progress_bar=False,
+                request_save_on_cell_execute=True,
+            )
     except pm.PapermillExecutionError as err:
         return f"{nb.name}: {err.ename}: {err.evalue}".splitlines()[0][:500]
     except Exception as err:  # a dead kernel or a timeout: the next notebooks still run
@@ -77,12 +120,14 @@ def run_playbook(
     only: list[str] | None = None,
     log_output: bool = True,
     engines: list[str] | None = None,
+    console: TextIO | None = None,
 ) -> Path:
     """Run the whole playbook for ``config``; return the path of ``report.html``.
 
     The config is validated first (a bad config fails before anything starts). Reusing a
     ``run_id`` resumes: measured points in that run folder are kept. ``engines`` (labels) runs only
-    those engine configurations (``helpers.tools.engine_subset``).
+    those engine configurations (``helpers.tools.engine_subset``). With ``log_output`` step 5's
+    progress is shown on ``console`` (default stderr): a bar on a terminal, else a line per unit.
     """
     cfg = load_config(config)  # a bad config fails here, before anything is imported or started
     if engines:
@@ -92,7 +137,8 @@ def run_playbook(
     run_dir = (Path(reports_dir) / run_id).resolve()
     # RunLock: one run per run id; Watchdog: what the run starts does not outlive it, even a `kill -9` of it
     with RunLock(run_dir), Watchdog(run_dir), config_file(cfg, config, bool(engines)) as path:
-        return _run_locked(cfg, path, run_id, run_dir, Path(reports_dir), only, log_output)
+        shown = (console or sys.stderr) if log_output else None
+        return _run_locked(cfg, path, run_id, run_dir, Path(reports_dir), only, shown)
 
 
 def _run_locked(
@@ -102,7 +148,7 @@ def _run_locked(
     run_dir: Path,
     reports_dir: Path,
     only: list[str] | None,
-    log_output: bool,
+    console: TextIO | None,
 ) -> Path:
     """The body of ``run_playbook``, run while its run folder is locked (``helpers.run.lock``)."""
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
@@ -117,9 +163,11 @@ def _run_locked(
         out = run_dir / "notebooks" / nb.name
         print(f"[playbook] {nb.name} ...", flush=True)
         t0 = time.monotonic()
-        err = execute(nb, out, Path(config).resolve(), run_dir, log_output)
+        with watch_progress(run_dir / PROGRESS_FILE, console):
+            err = execute(nb, out, Path(config).resolve(), run_dir)
         timings[nb.name] = round(time.monotonic() - t0, 1)
-        _redact_notebook(out, secrets)
+        _redact_file(out, secrets)
+        _redact_file(notebook_log(run_dir, nb), secrets)
         if err:
             failures[nb.name] = redact(err, secrets)
             print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)

@@ -6,6 +6,7 @@ at once for 4 tokens × 50 ms each: its capacity is 2 / 0.2 s = 10 requests/s. g
 
 import asyncio
 import sys
+from collections import Counter
 
 import pytest
 
@@ -15,6 +16,7 @@ from helpers.benchmark.sla import representative
 from helpers.core.config import parse_config
 from helpers.engines import ENGINES
 from helpers.engines.vllm import VllmAdapter
+from helpers.run.progress import PROGRESS_FILE, Tracker, read_events
 from helpers.run.records import load_engine_results
 
 
@@ -84,12 +86,28 @@ def test_capacity_trials_and_the_representative(fake_engine, tmp_path, monkeypat
     assert rep.request_rate.n == 3 and rep.request_rate.low <= rep.request_rate.mean <= rep.request_rate.high
     assert "± " in rep.output_tok_s.text()
 
+    # the progress: 5 probes and 3 trials planned; the units the search and trials did not need left the total
+    events, offset = read_events(run_dir / PROGRESS_FILE)
+    progress = Tracker()
+    for ev in events:
+        progress.apply(ev)
+    probes = [p for p in result.points if p.phase == "search"]
+    done = Counter(progress.units[k].kind for k, s in progress.state.items() if s == "done")
+    assert done["probe"] + done["trial"] == len(probes) + len(trials)  # every probe and trial was a unit
+    assert done["cold"] == 1 and done["sweep"] == 1
+    assert progress.finished == progress.total == sum(done.values()) and progress.ended
+    assert progress.eta_s(events[-1]["t"]) == 0
+
     # a second run in the same folder measures nothing again
     stored = {p.name: p.stat().st_mtime_ns for p in (run_dir / "points").rglob("*.json")}
     (again,) = asyncio.run(run_benchmarks(cfg, run_dir))
     assert again.capacity == cap
     assert {p.name: p.stat().st_mtime_ns for p in (run_dir / "points").rglob("*.json")} == stored
     assert load_engine_results(run_dir)[0].capacity == cap
+    resumed = Tracker()
+    for ev in read_events(run_dir / PROGRESS_FILE, offset)[0]:
+        resumed.apply(ev)
+    assert set(resumed.state.values()) <= {"kept", "dropped"} and resumed.finished == resumed.total > 0
 
 
 def test_the_search_starts_at_the_busiest_grid_point_within_the_sla_and_probes_span_latencies(fake_engine, tmp_path):

@@ -8,7 +8,9 @@ an HTML script tag, which must reach the report as text. The run writes into a t
 folder, never into the repository's ``reports/``.
 """
 
+import io
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -89,8 +91,9 @@ CONFIG = {
 class Run:
     """What the first run left, read once."""
 
-    def __init__(self, reports: Path, config: Path, report: Path, seconds: float, repo_reports: set[str]):
+    def __init__(self, reports: Path, config: Path, report: Path, seconds: float, repo_reports: set[str], console: str):
         self.reports, self.config, self.report, self.seconds = reports, config, report, seconds
+        self.console = console  # what the terminal showed: our progress and anything the kernels wrote to it
         self.repo_reports = repo_reports  # entries of the repository's reports/ the run added
         self.dir = reports / RUN_ID
         self.html = report.read_text(encoding="utf-8")
@@ -110,10 +113,19 @@ def run(tmp_path_factory) -> Run:
     reports = base / "reports"
     before = _entries(REPORTS_DIR)
     t0 = time.monotonic()
-    report = run_playbook(config, run_id=RUN_ID, reports_dir=reports, log_output=False)
+    console = base / "console.txt"
+    with open(console, "w", encoding="utf-8", buffering=1) as terminal:
+        saved = os.dup(2)  # the kernels inherit this process's stderr: send it where the console goes
+        os.dup2(terminal.fileno(), 2)
+        try:
+            report = run_playbook(config, run_id=RUN_ID, reports_dir=reports, console=terminal)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
     seconds = time.monotonic() - t0
     print(f"\n[e2e] first run: {seconds:.0f} s")
-    return Run(reports, config, report, seconds, _entries(REPORTS_DIR) - before)
+    shown = console.read_text(encoding="utf-8")
+    return Run(reports, config, report, seconds, _entries(REPORTS_DIR) - before, shown)
 
 
 def _entries(d: Path) -> set[str]:
@@ -216,6 +228,42 @@ def test_index_lists_the_run(run):
     assert "1 run(s)" in run.index
 
 
+PROGRESS_LINE = re.compile(r"^\[step 5\] (\d+)/(\d+) \((\d+)%\) (.*)$")
+
+
+def progress_lines(console: str) -> list[re.Match]:
+    return [m for line in console.splitlines() if (m := PROGRESS_LINE.match(line))]
+
+
+def test_the_console_shows_a_line_per_unit_with_an_eta_up_to_100_percent(run):
+    lines = progress_lines(run.console)
+    print("\n[e2e] console progress:\n" + "\n".join(m.group(0) for m in lines))
+    assert "\r" not in run.console  # not a terminal: lines, no carriage returns
+    first, last = lines[0], lines[-1]
+    assert first.group(4).startswith("planned ") and "; ETA " in first.group(4)
+    planned = int(first.group(2))
+    assert planned == 3 * (1 + len(CONCURRENCY) + 4 + 3)  # cold start, sweep, 4 probes, 3 trials per configuration
+    assert all("; ETA " in m.group(4) for m in lines[:-1])
+    assert last.group(4).startswith("measurements done in") and last.group(3) == "100"
+    assert last.group(1) == last.group(2)
+    for label in (GOOD_ON, GOOD_OFF):
+        assert any(m.group(4).startswith(f"{label}: cold start done in") for m in lines)
+        assert any(m.group(4).startswith(f"{label}: capacity probe 1 done in") for m in lines)
+    assert any(": trial 1 done in" in m.group(4) for m in lines)
+    # the engine that cannot start spent its cold start; its other 9 units will not run and leave the total
+    assert any(m.group(4).startswith(f"{BAD}: cold start done in") for m in lines)
+    assert any(f"{BAD}: 9 planned units not needed" in m.group(4) for m in lines)
+
+
+def test_the_known_noise_stays_out_of_the_console(run):
+    for noise in ("Generating train split", "IPKernelApp", "IProgress not found", "UserWarning"):
+        assert noise not in run.console, noise
+    log = run.dir / "logs" / "notebooks" / "03_benchmark.log"
+    assert log.is_file()  # what the kernel printed is kept in the run folder
+    assert "launching" in log.read_text(encoding="utf-8")
+    assert (run.dir / "logs" / f"{GOOD_OFF}.log").is_file()  # engine logs stay where they were
+
+
 def test_rerun_with_the_same_id_resumes(run):
     points = sorted((run.dir / "points").rglob("*.json"))
     assert len([p for p in points if p.name.startswith("sweep-")]) == 2 * len(CONCURRENCY)
@@ -223,8 +271,13 @@ def test_rerun_with_the_same_id_resumes(run):
     logs = {p: p.stat().st_mtime_ns for p in (run.dir / "logs").glob("*.log") if not p.name.startswith(BAD)}
     before = {p: p.stat().st_mtime_ns for p in points}
     t0 = time.monotonic()
-    report = run_playbook(run.config, run_id=RUN_ID, reports_dir=run.reports, log_output=False)
+    console = io.StringIO()
+    report = run_playbook(run.config, run_id=RUN_ID, reports_dir=run.reports, console=console)
     print(f"\n[e2e] resumed run: {time.monotonic() - t0:.0f} s")
+    lines = progress_lines(console.getvalue())
+    kept = [m for m in lines if "units kept from an earlier attempt" in m.group(4)]
+    assert {m.group(4).split(":")[0] for m in kept} == {GOOD_ON, GOOD_OFF}, console.getvalue()
+    assert lines[-1].group(3) == "100" and lines[-1].group(4).startswith("measurements done in")
     assert report == run.report
     assert {p: p.stat().st_mtime_ns for p in points} == before, "measured points were rewritten"
     assert sorted((run.dir / "points").rglob("*.json")) == points
