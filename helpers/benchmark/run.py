@@ -19,11 +19,11 @@ from pathlib import Path
 import httpx
 
 from helpers.benchmark.evidence import measure_evidence, rebuild_from_points
-from helpers.benchmark.plan import StepProgress, planned_points, target_concurrency
+from helpers.benchmark.plan import StepProgress, planned_points
 from helpers.benchmark.points import first_request, point_from, prepare_dataset
 from helpers.benchmark.roofline import point_bound
-from helpers.benchmark.sla import meets_sla
 from helpers.benchmark.structured_phase import lengths_replay, measure_structured
+from helpers.benchmark.tuning import tune
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import EngineError
 from helpers.core.paths import repo_relative
@@ -356,39 +356,8 @@ class EngineRun:
         finally:
             self.stop()
         if self.spec.tune_max_num_seqs:
-            await self.tune()
+            await tune(self)
         return self.result
-
-    async def tune(self) -> None:
-        """Try each batch size at the target concurrency; keep the best throughput within the SLA.
-
-        The sweep's point at the target concurrency (the configured batch size) is a candidate too,
-        so a value already measured there is not launched again.
-        """
-        target = target_concurrency(self.cfg)
-        base = next((p for p in self.result.points if p.phase == "sweep" and p.concurrency == target), None)
-        tried: list[Point] = [base] if base is not None else []
-        for seqs in self.spec.tune_max_num_seqs:
-            if base is not None and seqs == self.spec.knobs.max_num_seqs:
-                continue
-            spec = self.spec.model_copy(deep=True)
-            spec.knobs.max_num_seqs = seqs
-            try:
-                self.launch(spec, tag=f"tune-seqs{seqs}")
-                p = await self.measure(spec, target, "tune")
-            except (EngineError, httpx.HTTPError, ValueError, OSError) as err:
-                self.say(f"{self.spec.label}: tuning max_num_seqs={seqs} failed: {err}")
-                self.steps.drop(self.spec.label, "cold", "tune", idents=[f"seqs{seqs}"])
-                p = None
-            finally:
-                self.stop()
-            if p is not None:
-                tried.append(p)
-                self.result.points.append(p)
-        within = [p for p in tried if meets_sla(p, self.cfg.sla)]
-        if within:
-            best = max(within, key=lambda p: p.output_tok_s)
-            self.result.tuned_knobs = dict(best.knobs)
 
 
 async def run_benchmarks(cfg: PlaybookConfig, run_dir: Path, progress: Progress | None = None) -> list[EngineResult]:
