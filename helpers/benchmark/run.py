@@ -19,8 +19,10 @@ import httpx
 
 from helpers.benchmark.evidence import measure_evidence, rebuild_from_points
 from helpers.benchmark.points import first_request, point_from, prepare_dataset
+from helpers.benchmark.quality_phase import measure_quality, quality_pending
 from helpers.benchmark.roofline import point_bound
 from helpers.benchmark.sla import meets_sla
+from helpers.benchmark.speculative import spec_decode_stats
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import EngineError
 from helpers.core.secrets import known_secrets, redact
@@ -195,6 +197,7 @@ class EngineRun:
             res = await load
         finally:
             server_stats, gpu_stats = server.stop(), gpu.stop()
+        server_stats.spec_decode = spec_decode_stats([s.spec for s in server.snaps], names)
         if not self.handle.alive():
             self.fail(f"{self.handle.exit_reason()} during {what}", "partial")
             return None
@@ -307,10 +310,10 @@ class EngineRun:
             for s in self.spec.tune_max_num_seqs
             if s != self.spec.knobs.max_num_seqs  # that one is the sweep's own point
         ]
-        return prev if all(p.is_file() for p in wanted) else None
+        return prev if all(p.is_file() for p in wanted) and not quality_pending(self) else None
 
     async def run(self) -> EngineResult:
-        """Sweep the concurrency levels, then tune; never raises for engine trouble."""
+        """Answer the quality set, sweep the concurrency levels, then tune; never raises for engine trouble."""
         if os.environ.get(FROM_POINTS_ENV):
             return rebuild_from_points(self)
         stored = self._stored()
@@ -320,6 +323,7 @@ class EngineRun:
         self.result.version = self.launcher.version(self.adapter, self.spec)
         try:
             self.launch(self.spec)
+            await measure_quality(self)
             for c in sweep_levels(self.cfg, self.run_dir):
                 p = await self.measure(self.spec, c, "sweep")
                 if p is None:
