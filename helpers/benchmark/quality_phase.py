@@ -61,7 +61,7 @@ class QualityGate(Artifact):
     artifact: ClassVar[str] = "quality.json"
 
     enabled: bool
-    measured: bool = Field(description="At least one configuration was measured against a measured reference.")
+    measured: bool = Field(default=False, description="A configuration was judged against a measured reference.")
     reason: str | None = Field(default=None, description="Why the gate measured nothing, in words.")
     reference: str | None = None
     threshold_points: float = 2.0
