@@ -56,7 +56,7 @@ def engine(label: str, **knobs) -> dict:
 
 
 def config() -> dict:
-    broken = engine(BROKEN, speculative={"method": "ngram", "num_tokens": 4, "ngram_max": 4})
+    broken = engine(BROKEN, speculative={"method": "ngram", "num_tokens": 4, "ngram_max": 4, "ngram_min": 2})
     broken["extra_args"] += ["--chat-template", DROP_QUESTION]
     return {
         "name": "quality-e2e",
