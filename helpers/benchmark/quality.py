@@ -19,11 +19,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import re
 import time
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
+from statistics import NormalDist
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
@@ -83,12 +85,45 @@ class QualityRow(_Record):
     correct: int | None = None
     n: int | None = None
     accuracy: float | None = None
+    accuracy_low: float | None = Field(default=None, description="95% Wilson interval of the accuracy, low end.")
+    accuracy_high: float | None = None
     delta_points: float | None = Field(default=None, description="(accuracy - reference accuracy) × 100.")
+    delta_low: float | None = Field(
+        default=None, description="95% interval of delta_points over the paired items (Agresti-Min), low end."
+    )
+    delta_high: float | None = None
     agreed: int | None = None
     compared: int | None = None
     agreement: float | None = Field(default=None, description="Share of outputs equal to the reference's.")
     gate_passed: bool | None = Field(default=None, description="None when either side is not measurable.")
     threshold_points: float
+
+
+def wilson(correct: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
+    """The Wilson score interval of a share ``correct / n`` (None for n = 0)."""
+    if n <= 0:
+        return None
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def paired_delta_interval(gained: int, lost: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
+    """95% interval of the accuracy difference (this − reference) over ``n`` paired items, in points.
+
+    ``gained``: items right here and wrong in the reference; ``lost``: the other way round. Agresti and
+    Min's adjusted interval for paired proportions (half an item added to each cell of the 2×2 table), which
+    stays a real interval when no item changed.
+    """
+    if n <= 0:
+        return None
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    g, lo, m = gained + 0.5, lost + 0.5, n + 2
+    diff = (g - lo) / m
+    half = z * math.sqrt(max(0.0, (g + lo) - (g - lo) ** 2 / m)) / m
+    return round(max(-1.0, diff - half) * 100, 2), round(min(1.0, diff + half) * 100, 2)
 
 
 def normalize(text: str) -> str:
@@ -182,13 +217,15 @@ async def run_quality(
     )
 
 
-def _compare(outcome: QualityOutcome, reference: QualityOutcome) -> tuple[int, int, int, int]:
-    """Over the items both answered: (agreed, compared, correct here, correct in the reference).
+def _compare(outcome: QualityOutcome, reference: QualityOutcome) -> tuple[int, int, int, int, int, int]:
+    """Over the items both answered: (agreed, compared, correct here, correct in the reference, gained, lost).
+
+    ``gained``: right here and wrong in the reference; ``lost``: wrong here and right in the reference.
 
     Outputs agree when their normalised texts are equal; a failed request never agrees.
     """
     ref = {r.id: r for r in reference.items}
-    agreed = compared = correct = ref_correct = 0
+    agreed = compared = correct = ref_correct = gained = lost = 0
     for r in outcome.items:
         other = ref.get(r.id)
         if other is None:
@@ -196,8 +233,10 @@ def _compare(outcome: QualityOutcome, reference: QualityOutcome) -> tuple[int, i
         compared += 1
         correct += r.correct
         ref_correct += other.correct
+        gained += r.correct and not other.correct
+        lost += other.correct and not r.correct
         agreed += r.error is None and other.error is None and normalize(r.output) == normalize(other.output)
-    return agreed, compared, correct, ref_correct
+    return agreed, compared, correct, ref_correct, gained, lost
 
 
 def judge_quality(
@@ -227,6 +266,7 @@ def judge_quality(
             rows.append(row)
             continue
         row.correct, row.n, row.accuracy = out.correct, out.n, out.accuracy
+        row.accuracy_low, row.accuracy_high = wilson(out.correct, out.n) or (None, None)
         if label == reference_label:
             row.delta_points, row.gate_passed = 0.0, True
             row.reason = "reference configuration"
@@ -235,13 +275,14 @@ def judge_quality(
         elif out.eval_set_sha256 != ref.eval_set_sha256:
             row.reason = f"answered a different evaluation set than the reference ({out.eval_set} vs {ref.eval_set})"
         else:
-            row.agreed, row.compared, correct, ref_correct = _compare(out, ref)
+            row.agreed, row.compared, correct, ref_correct, gained, lost = _compare(out, ref)
             if not row.compared:
                 row.reason = "no item in common with the reference"
                 rows.append(row)
                 continue
             row.agreement = row.agreed / row.compared
             row.delta_points = round((correct - ref_correct) / row.compared * 100, 2)
+            row.delta_low, row.delta_high = paired_delta_interval(gained, lost, row.compared) or (None, None)
             why = []
             if row.delta_points < -threshold_points:
                 why.append(f"accuracy {row.delta_points:+.1f} points vs the reference (limit -{threshold_points:g})")

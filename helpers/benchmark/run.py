@@ -21,7 +21,9 @@ import httpx
 from helpers.benchmark.evidence import measure_evidence, rebuild_from_points
 from helpers.benchmark.plan import StepProgress, planned_points
 from helpers.benchmark.points import first_request, point_from, prepare_dataset
+from helpers.benchmark.quality_phase import measure_quality, quality_pending
 from helpers.benchmark.roofline import point_bound
+from helpers.benchmark.speculative import spec_decode_stats
 from helpers.benchmark.structured_phase import lengths_replay, measure_structured
 from helpers.benchmark.tuning import tune
 from helpers.core.config import EngineSpec, PlaybookConfig
@@ -210,6 +212,7 @@ class EngineRun:
             res = await load
         finally:
             server_stats, gpu_stats = server.stop(), gpu.stop()
+        server_stats.spec_decode = spec_decode_stats([s.spec for s in server.snaps], names)
         if not self.handle.alive() or res.hung:  # the point in flight is not a measurement
             died = f"{self.handle.exit_reason()} during {what}"
             self.fail(died if not self.handle.alive() else f"engine hung during {what}: {res.hung}", "partial")
@@ -318,10 +321,14 @@ class EngineRun:
         prev = load_engine_result(self.run_dir, self.spec.label)
         if prev is None or prev.status != "ok" or (self.cfg.evidence.search.enabled and prev.capacity is None):
             return None
-        return prev if all(p.is_file() for p in planned_points(self.spec, self.cfg, self.run_dir)) else None
+        return (
+            prev
+            if all(p.is_file() for p in planned_points(self.spec, self.cfg, self.run_dir)) and not quality_pending(self)
+            else None
+        )
 
     async def run(self) -> EngineResult:
-        """Sweep, replay (lengths or structure), search and tune; never raises for engine trouble."""
+        """Quality set, sweep, replays (lengths or structure), search, tuning; never raises for engine trouble."""
         if os.environ.get(FROM_POINTS_ENV):
             self.steps.kept(self.spec.label)
             return rebuild_from_points(self)
@@ -333,6 +340,7 @@ class EngineRun:
         self.result.version = self.launcher.version(self.adapter, self.spec)
         try:
             self.launch(self.spec)
+            await measure_quality(self)
             for c in sweep_levels(self.cfg, self.run_dir):
                 p = await self.measure(self.spec, c, "sweep")
                 if p is None:

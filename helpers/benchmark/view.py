@@ -7,8 +7,10 @@ import pandas as pd
 from helpers.benchmark import plots
 from helpers.benchmark.claims import claims_table
 from helpers.benchmark.plan import target_concurrency
+from helpers.benchmark.quality_phase import QualityGate, judge_gate
 from helpers.benchmark.run import run_benchmarks
 from helpers.benchmark.sla import representative, representatives, sla_text
+from helpers.benchmark.speculative import SpecComparison, compare_speculative
 from helpers.benchmark.stats import min_requests_for_percentile, percentile_bounded
 from helpers.benchmark.structured_phase import structured_notes, structured_table
 from helpers.core.config import PlaybookConfig
@@ -51,8 +53,97 @@ POINT_COLUMNS = {
 
 
 async def run(ctx: Context) -> list[EngineResult]:
-    """Benchmark every engine of the config into the run folder (already-measured points are kept)."""
-    return await run_benchmarks(ctx.cfg, ctx.run_dir, progress=progress)
+    """Benchmark every engine of the config into the run folder (already-measured points are kept).
+
+    Also judges the quality gate (``quality.json``) and compares speculative configurations with their
+    baselines (``speculative.json``) from what was measured.
+    """
+    results = await run_benchmarks(ctx.cfg, ctx.run_dir, progress=progress)
+    ctx.folder.save(judge_gate(ctx.cfg, ctx.run_dir, results))
+    ctx.folder.save(compare_speculative(results, ctx.cfg))
+    return results
+
+
+def _pct(x: float | None, low: float | None = None, high: float | None = None) -> str:
+    if x is None:
+        return "–"
+    return f"{x:.1%}" + (f" [{low:.1%}, {high:.1%}]" if low is not None and high is not None else "")
+
+
+def quality_table(gate: QualityGate) -> pd.DataFrame:
+    """One row per configuration: answers right with the 95% interval, loss against the reference, the verdict."""
+    rows = []
+    for r in gate.rows:
+        verdict = "not measured" if r.gate_passed is None else ("passed" if r.gate_passed else "FAILED")
+        delta = "–" if r.delta_points is None else f"{r.delta_points:+.1f}"
+        if r.delta_low is not None and r.delta_high is not None:
+            delta += f" [{r.delta_low:+.1f}, {r.delta_high:+.1f}]"
+        rows.append(
+            {
+                "engine config": r.label,
+                "precision": r.precision,
+                "speculative": r.speculative or "off",
+                "right / items": "–" if r.n is None else f"{r.correct}/{r.n}",
+                "accuracy (95% CI)": _pct(r.accuracy, r.accuracy_low, r.accuracy_high),
+                "Δ points vs reference (95% CI)": delta,
+                "same output as reference": "–" if r.compared is None else f"{r.agreed}/{r.compared}",
+                "seed expects": r.expected,
+                "gate": verdict,
+                "why": "; ".join(x for x in (r.reason or "", r.note) if x),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def show_quality(gate: QualityGate | None) -> None:
+    """The quality gate: a table with real numbers, or why nothing was measured (never silently empty)."""
+    if gate is None:
+        not_yet("the quality gate has not been judged (step 5 has not run)")
+        return
+    if gate.reason and not gate.measured:
+        say(f"Quality gate: {gate.reason}.", "warn")
+    if not gate.rows:
+        return
+    show_table(
+        quality_table(gate),
+        f"Quality gate: {gate.items} items of {gate.eval_set} answered greedily, each configuration against "
+        f"`{gate.reference}`; fails below −{gate.threshold_points:g} points (seed 003 §5.4: loss < 2% on your own "
+        "test set)",
+    )
+    for label, why in gate.failed().items():
+        say(f"{label} {why}: it is excluded from the recommendation.", "warn")
+
+
+def spec_table(cmp: SpecComparison) -> pd.DataFrame:
+    """Speculative configurations per concurrency: acceptance from the engine, speed-up over the baseline."""
+    return pd.DataFrame(
+        [
+            {
+                "engine config": r.label,
+                "without speculation": r.baseline or "–",
+                "method": f"{r.method}, {r.num_tokens} drafted",
+                "concurrency": r.concurrency,
+                "acceptance rate": _pct(r.acceptance_rate),
+                "tokens per step": "–" if r.mean_acceptance_length is None else f"{r.mean_acceptance_length:.2f}",
+                "output tok/s": f"{r.output_tok_s:,.1f}",
+                "output tok/s without": "–" if r.baseline_output_tok_s is None else f"{r.baseline_output_tok_s:,.1f}",
+                "speed-up": "–" if r.speedup is None else f"{r.speedup:.2f}×",
+                "ITL p50 ms (without)": f"{r.itl_ms_p50 or 0:,.0f} ({r.baseline_itl_ms_p50 or 0:,.0f})",
+            }
+            for r in cmp.rows
+        ]
+    )
+
+
+def show_speculative(cmp: SpecComparison | None) -> None:
+    """Speculative decoding beside the same configuration without it (nothing shown when none enables it)."""
+    if cmp is None or (not cmp.rows and not cmp.note.startswith("No configuration with")):
+        return
+    if cmp.note:
+        say(cmp.note, "note")
+    if cmp.rows:
+        show_table(spec_table(cmp), "Speculative decoding: acceptance from the engine's own counters, speed-up over "
+                   "the same configuration without speculation (same workload and concurrency)")  # fmt: skip
 
 
 def run_gpu_spec(ctx: Context) -> GpuSpec | None:
@@ -105,6 +196,7 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
             say(f"{r.label}: {r.reason}", "warn")
 
             show_html(f"<details><summary>log tail of {esc(r.label)}</summary><pre>{esc(r.log_tail)}</pre></details>")
+    show_quality(ctx.folder.load(QualityGate))
     df = points_frame(results)
     if df.empty:
         not_yet("no benchmark point was measured (see the reasons above)")
@@ -138,6 +230,7 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
         fig = plots.tuning_curve(r, ctx.cfg.sla.ttft_p95_ms, target_concurrency(ctx.cfg))
         if fig is not None:
             show_figure(fig)
+    show_speculative(ctx.folder.load(SpecComparison))
     show_evidence(ctx, results)
     show_table(claims_table(results), "The seeds' claims beside this run's measurements")
     reps = representatives(results, ctx.cfg)

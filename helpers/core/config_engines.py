@@ -64,7 +64,9 @@ class Speculative(_Strict):
     num_tokens: PositiveInt = Field(default=4, description="Tokens drafted per step.")
     draft_model: str | None = Field(default=None, description="Draft model folder (method: draft); same tokenizer.")
     ngram_max: PositiveInt = Field(default=4, description="Longest n-gram looked up (method: ngram).")
-    ngram_min: PositiveInt | None = Field(default=None, description="Shortest n-gram looked up (vLLM only).")
+    ngram_min: PositiveInt | None = Field(
+        default=None, description="Shortest n-gram looked up (vLLM only; its default is ngram_max, not 1)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Speculative:

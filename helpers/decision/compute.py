@@ -6,6 +6,7 @@ from typing import Any
 
 import pandas as pd
 
+from helpers.benchmark.quality_phase import QualityGate
 from helpers.core.config import PlaybookConfig
 from helpers.cost.break_even import break_even
 from helpers.cost.compute import fleet_and_tco
@@ -16,13 +17,17 @@ from helpers.run.records import EngineResult
 
 
 def decide(
-    results: list[EngineResult], cfg: PlaybookConfig, profile: Any = None, cost: CostAnalysis | None = None
+    results: list[EngineResult],
+    cfg: PlaybookConfig,
+    profile: Any = None,
+    cost: CostAnalysis | None = None,
+    quality: QualityGate | None = None,
 ) -> DecisionResult:
     """Run the tree, score the configurations, pick primary and backup, and write the answer.
 
     The fleet and break-even come from step 6's ``cost`` record when given (the notebook path), so the
     decision quotes exactly the numbers step 6 shows; without it (tests, tools) they are computed here
-    by the same functions.
+    by the same functions. A configuration that failed step 5's quality gate (``quality``) is not eligible.
     """
     steps = run_tree(cfg, profile)
     family, end = tree_verdict(steps)
@@ -31,5 +36,5 @@ def decide(
     else:
         fleet = fleet_and_tco(results, cfg, profile) if results else pd.DataFrame()
         be = break_even(results, cfg, profile) if results else pd.DataFrame()
-    scores = score_engines(results, cfg, steps, fleet)
+    scores = score_engines(results, cfg, steps, fleet, quality.failed() if quality is not None else None)
     return build_answer(cfg, profile, results, steps, family, end, scores, fleet, be)

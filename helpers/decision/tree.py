@@ -10,6 +10,7 @@ three-phase plan are written by ``helpers.decision.text``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -282,9 +283,17 @@ def _fit(dimension: str, condition: str, family: str) -> float:
 
 
 def score_engines(
-    results: list[EngineResult], cfg: PlaybookConfig, steps: list[TreeStep], fleet: pd.DataFrame
+    results: list[EngineResult],
+    cfg: PlaybookConfig,
+    steps: list[TreeStep],
+    fleet: pd.DataFrame,
+    failed_gate: Mapping[str, str] | None = None,
 ) -> list[EngineScore]:
-    """Score every configuration (measured ones from ``results``; configured ones when there are none)."""
+    """Score every configuration (measured ones from ``results``; configured ones when there are none).
+
+    ``failed_gate`` maps the configurations that failed step 5's quality gate to why; they are not eligible.
+    """
+    failed_gate = failed_gate or {}
     cond = {s.dimension: s.condition for s in steps}
     rows = fleet.set_index("label").to_dict("index") if not fleet.empty else {}
     sized = bool(rows) and all(r["demand_output_tok_s"] or r["demand_concurrency"] for r in rows.values())
@@ -309,6 +318,8 @@ def score_engines(
             why = f"status {status}: no measured point" if status != "not measured" else "not measured"
         elif status in ("failed", "skipped"):
             why = f"status {status}"
+        elif label in failed_gate:
+            why = failed_gate[label]
         elif any_sla and not row["meets_sla"]:
             why = "no measured point meets the SLA"
         elif dims["hardware"] == 0.0:

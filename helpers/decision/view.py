@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from helpers.benchmark.quality_phase import QualityGate
 from helpers.cost.records import CostAnalysis, rows_of
 from helpers.decision.compute import decide as decide_engines
 from helpers.decision.records import RiskRecord
@@ -14,10 +15,9 @@ from helpers.workload.profile import Profile
 
 
 def decide(ctx: Context) -> DecisionResult:
-    """Run the decision on the measured results and the profile; save ``decision.json``."""
-    decision = decide_engines(
-        ctx.folder.engine_results(), ctx.cfg, ctx.folder.load(Profile), ctx.folder.load(CostAnalysis)
-    )
+    """Run the decision on the measured results, the profile, the cost and the quality gate; save ``decision.json``."""
+    f = ctx.folder
+    decision = decide_engines(f.engine_results(), ctx.cfg, f.load(Profile), f.load(CostAnalysis), f.load(QualityGate))
     ctx.folder.save(decision)
     return decision
 

@@ -92,6 +92,7 @@ class Snapshot:
     kv_usage: float | None
     waiting: float | None
     running: float | None
+    spec: dict[str, float] = field(default_factory=dict)  # speculative-decoding series found on the page
 
 
 def snapshot(values: dict[str, float], names: MetricNames, t: float | None = None) -> Snapshot:
@@ -119,7 +120,15 @@ def snapshot(values: dict[str, float], names: MetricNames, t: float | None = Non
         kv_usage=get(names.kv_usage),
         waiting=get(names.waiting),
         running=get(names.running),
+        spec={n: values[n] for n in _spec_names(names) if n in values},
     )
+
+
+def _spec_names(names: MetricNames) -> list[str]:
+    """The adapter's speculative-decoding series (counters and gauges) that it names."""
+    found = (names.spec_accepted, names.spec_drafted, names.spec_drafts, names.spec_accept_rate_gauge,
+             names.spec_accept_length_gauge)  # fmt: skip
+    return [n for n in found if n]
 
 
 def _max_mean(xs: list[float]) -> tuple[float | None, float | None]:

