@@ -84,8 +84,12 @@ def outcome_path(run_dir: Path, label: str) -> Path:
 
 
 def quality_pending(run: EngineRun) -> bool:
-    """Whether this configuration still owes the gate its answers (so a stored result is not complete)."""
-    return run.cfg.quality.enabled and not outcome_path(run.run_dir, run.spec.label).is_file()
+    """Whether this configuration still owes the gate its answers (so a stored result is not complete).
+
+    A dummy-weights configuration owes nothing: its gate is "not measured" whether or not the file exists.
+    """
+    stored = outcome_path(run.run_dir, run.spec.label).is_file()
+    return run.cfg.quality.enabled and not run.spec.knobs.dummy_weights and not stored
 
 
 async def measure_quality(run: EngineRun) -> QualityOutcome | None:

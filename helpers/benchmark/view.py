@@ -123,6 +123,7 @@ def spec_table(cmp: SpecComparison) -> pd.DataFrame:
                 "without speculation": r.baseline or "–",
                 "method": f"{r.method}, {r.num_tokens} drafted",
                 "concurrency": r.concurrency,
+                "drafted / accepted tokens": "–" if r.drafted is None else f"{r.drafted:,.0f} / {r.accepted or 0:,.0f}",
                 "acceptance rate": _pct(r.acceptance_rate),
                 "tokens per step": "–" if r.mean_acceptance_length is None else f"{r.mean_acceptance_length:.2f}",
                 "output tok/s": f"{r.output_tok_s:,.1f}",

