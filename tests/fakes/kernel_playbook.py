@@ -24,7 +24,7 @@ from helpers.tools import cli, runner
 HERE = Path(__file__).resolve().parent
 
 
-def _kernel_execute(nb: Path, out: Path, config_path: Path, run_dir: Path, log_output: bool) -> str | None:
+def _kernel_execute(nb: Path, out: Path, config_path: Path, run_dir: Path) -> str | None:
     print(f"executing {nb.name}", flush=True)
     env = {**os.environ, "JPY_PARENT_PID": str(os.getpid())}
     cmd = [sys.executable, str(HERE / "bench_once.py"), str(config_path), str(run_dir)]
