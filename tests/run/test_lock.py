@@ -164,7 +164,7 @@ def test_a_signalled_run_releases_its_lock(tmp_path, cli_config, sig):
     lock_file = tmp_path / "reports" / "r2" / LOCK_NAME
     assert read_holder(lock_file).pid == run.pid
     run.send_signal(sig)
-    assert run.wait(timeout=30) == 130
+    assert run.wait(timeout=90) == 130  # a loaded 2-core CI machine took over 30 s once
     assert "points measured so far are kept" in run.stderr.read()
     assert not lock_file.exists()
     with RunLock(lock_file.parent) as lock:
