@@ -81,7 +81,8 @@ def measurement_from_load(
         load = result.offered_rate
     if load is None:
         raise ValueError("load is needed: this result has no offered_rate (not from run_rate)")
-    inflight = inflight_samples(result.request_starts_s, result.request_ends_s) if result.request_starts_s else []
+    if not queue_samples and result.request_starts_s:  # the client's in-flight series only as the fallback
+        queue_samples = inflight_samples(result.request_starts_s, result.request_ends_s)
     rates = {"offered_rate": result.sent_rate, "achieved_rate": result.completed_rate}
     p95s = {"ttft_p95_ms": result.ttft_ms.get("p95"), "itl_p95_ms": result.itl_ms.get("p95")}
     m = measurement_from_numbers(
@@ -89,7 +90,7 @@ def measurement_from_load(
         result.ttft_values_ms,
         axis=axis,
         errors=result.errors,
-        queue_samples=queue_samples or inflight or None,
+        queue_samples=queue_samples or None,
         **rates,
         **p95s,
         client_lag_p95_ms=result.dispatch_delay_p95_ms,

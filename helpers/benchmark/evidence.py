@@ -96,6 +96,11 @@ def sustained_view(m: Measurement, point: Point, sent: int) -> Measurement:
     return Measurement.model_validate(data)
 
 
+def load_of(point: Point, axis: str) -> float:
+    """The load a stored probe or trial ran at: its offered rate (rate axis), else its concurrency."""
+    return point.offered_rate if axis == "rate" and point.offered_rate else float(point.concurrency)
+
+
 def measurement_of(point: Point, axis: str) -> Measurement:
     """The measurement a stored probe or trial stands for (to judge it again, e.g. with a corrected rule).
 
@@ -108,7 +113,7 @@ def measurement_of(point: Point, axis: str) -> Measurement:
         m = Measurement.model_validate({k: v for k, v in point.probe.items() if k in fields})
         return sustained_view(m, point, attempted + point.incomplete)
     m = Measurement(
-        load=point.offered_rate if axis == "rate" and point.offered_rate else float(point.concurrency),
+        load=load_of(point, axis),
         axis=axis,  # type: ignore[arg-type]
         ttft_p95_ms=point.ttft_ms_p95,
         itl_p95_ms=point.itl_ms_p95,
@@ -309,16 +314,13 @@ def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary |
         if not converged:
             note += f"; bracket wider than the {s.tolerance:.0%} tolerance (the search did not finish)"
 
-    def load_of(p: Point) -> float:
-        return p.offered_rate if s.axis == "rate" and p.offered_rate else float(p.concurrency)
-
     # a round of trials that missed was saved again as search points (same load and trial number): superseded
-    superseded = {(load_of(p), p.trial) for p in result.points if p.phase == "search" and p.trial is not None}
+    superseded = {(load_of(p, s.axis), p.trial) for p in result.points if p.phase == "search" and p.trial is not None}
     trials = [p for p in result.points if p.phase == "trial"]
-    live = [p for p in trials if (load_of(p), p.trial) not in superseded]
-    rounds = sorted({load_of(p) for p in live if cap is not None and load_of(p) <= cap * (1 + 1e-9)})
+    live = [p for p in trials if (load_of(p, s.axis), p.trial) not in superseded]
+    rounds = sorted({load_of(p, s.axis) for p in live if cap is not None and load_of(p, s.axis) <= cap * (1 + 1e-9)})
     trial_load = rounds[0] if rounds else None  # each step down ran lower: the lowest round is the last one
-    kept = [p for p in live if trial_load is not None and load_of(p) == trial_load]
+    kept = [p for p in live if trial_load is not None and load_of(p, s.axis) == trial_load]
     summary = CapacitySummary(
         axis=s.axis,
         capacity=cap,
