@@ -3,8 +3,8 @@
 ``measure_quality`` runs inside ``EngineRun.run`` right after the engine is healthy: the configuration
 answers the evaluation set (``helpers.benchmark.quality.run_quality``) and the outcome is written to
 ``quality/<label>.json`` at once; a re-run keeps a stored outcome (resume), and ``quality_pending``
-tells the stored engine result that it is not complete without one. On dummy weights nothing is
-asked: the outcome says "not measured (dummy weights)".
+tells the stored engine result that it is not complete without one. On dummy or random weights
+(``EngineSpec.placeholder_weights``) nothing is asked: the outcome says "not measured (dummy weights)".
 
 ``judge_gate`` compares every configuration with the reference configuration (``quality.reference``,
 default: the first) into ``QualityGate`` (``quality.json``): accuracy with its 95% Wilson interval,
@@ -86,10 +86,10 @@ def outcome_path(run_dir: Path, label: str) -> Path:
 def quality_pending(run: EngineRun) -> bool:
     """Whether this configuration still owes the gate its answers (so a stored result is not complete).
 
-    A dummy-weights configuration owes nothing: its gate is "not measured" whether or not the file exists.
+    A configuration on dummy or random weights owes nothing: its gate is "not measured" whether or not the file exists.
     """
     stored = outcome_path(run.run_dir, run.spec.label).is_file()
-    return run.cfg.quality.enabled and not run.spec.knobs.dummy_weights and not stored
+    return run.cfg.quality.enabled and not run.spec.placeholder_weights and not stored
 
 
 async def measure_quality(run: EngineRun) -> QualityOutcome | None:
@@ -115,7 +115,7 @@ async def measure_quality(run: EngineRun) -> QualityOutcome | None:
         max_tokens=q.max_tokens,
         timeout_s=q.timeout_s,
         limit=q.max_items,
-        dummy_weights=run.spec.knobs.dummy_weights,
+        dummy_weights=run.spec.placeholder_weights,
     )
     if not out.measurable:
         out.reason = NOT_MEASURED_DUMMY
@@ -144,11 +144,11 @@ def expected_loss(spec: EngineSpec) -> str:
 
 
 def _outcome(run_dir: Path, spec: EngineSpec, results: dict[str, EngineResult]) -> QualityOutcome:
+    if spec.placeholder_weights:  # answers of random weights are noise, even where a run stored them
+        return unmeasured(NOT_MEASURED_DUMMY)
     path = outcome_path(run_dir, spec.label)
     if path.is_file():
         return load_outcome(path)
-    if spec.knobs.dummy_weights:
-        return unmeasured(NOT_MEASURED_DUMMY)
     r = results.get(spec.label)
     why = f"engine {r.status}: {r.reason}" if r is not None and r.status != "ok" else "no answers stored"
     return unmeasured(f"not measured ({why})")
@@ -190,7 +190,7 @@ def judge_gate(cfg: PlaybookConfig, run_dir: Path, results: list[EngineResult]) 
         g.note = _note(g)
         gate.rows.append(g)
     gate.measured = any(r.gate_passed is not None and r.label != gate.reference for r in gate.rows)
-    if all(s.knobs.dummy_weights for s in cfg.engines):
+    if all(s.placeholder_weights for s in cfg.engines):
         gate.reason = NOT_MEASURED_DUMMY
     elif not outcomes[gate.reference].measurable:
         gate.reason = f"reference {gate.reference!r} {outcomes[gate.reference].reason}"

@@ -150,6 +150,15 @@ class EngineSpec(_Strict):
         description="Batch sizes to try at the target concurrency; the best within the SLA is the tuned config.",
     )
 
+    @property
+    def placeholder_weights(self) -> bool:
+        """Whether the engine serves weights that mean nothing: the dummy loader, or a random-weight folder.
+
+        Speed and memory are those of the model's shape; answers are noise, so quality is not measurable
+        and speculative drafts are never accepted.
+        """
+        return self.knobs.dummy_weights or self.engine_options.get("weights") == "random"
+
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v: str) -> str:

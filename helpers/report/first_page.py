@@ -83,7 +83,10 @@ def _deciding_rows(summary: RunSummary) -> list[tuple[str, str, str, str]]:
 def _not_measured(summary: RunSummary) -> list[str]:
     out = []
     engines = summary.config.get("engines") or []
-    if any((e.get("knobs") or {}).get("dummy_weights", True) for e in engines):
+    if any(
+        (e.get("knobs") or {}).get("dummy_weights", True) or (e.get("engine_options") or {}).get("weights") == "random"
+        for e in engines
+    ):
         out.append("Dummy (random) weights: speed only; answer quality was not measured.")
     for e in summary.engines:
         if e.status in ("failed", "skipped", "partial"):

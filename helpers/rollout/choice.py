@@ -117,9 +117,9 @@ def choose(cfg: PlaybookConfig, decision: DecisionResult, results: list[EngineRe
             f"No measured point of {spec.label!r} met the SLA (TTFT p95 ≤ {cfg.sla.ttft_p95_ms:g} ms): the baseline "
             "below is its representative point, and the pilot should start with less load per replica."
         )
-    if spec.knobs.dummy_weights:
+    if spec.placeholder_weights:
         notes.append(
-            "The benchmark served random weights (`--load-format dummy`); the rollout loads the real "
+            "The benchmark served random weights (dummy loader or a random-weight folder); the rollout loads the real "
             "checkpoint from the model volume, so check quality on real traffic during the pilot."
         )
     if result is None:

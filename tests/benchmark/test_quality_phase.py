@@ -77,6 +77,26 @@ def test_dummy_weights_say_not_measured_never_a_number(tmp_path: Path):
     assert all(r.accuracy is None and r.reason == NOT_MEASURED_DUMMY for r in gate.rows)
 
 
+def test_random_weights_are_not_measurable_even_with_answers_stored(tmp_path: Path):
+    """LMDeploy's random-weight folder answers noise: a stored 0/50 is not a quality figure (H200 run, 2026-12-01)."""
+    random_cfg = parse_config(
+        {
+            "name": "t",
+            "model": {"path": "tiny-llama"},
+            "engines": [
+                {"label": "lm", "engine": "lmdeploy", "launcher": {"kind": "python", "python": "python3"},
+                 "engine_options": {"backend": "pytorch", "weights": "random"}, "knobs": {"dummy_weights": False}},
+            ],  # fmt: skip
+        }
+    )
+    spec = random_cfg.engines[0]
+    assert spec.placeholder_weights and not spec.knobs.dummy_weights
+    _store(tmp_path, lm=0)
+    gate = judge_gate(random_cfg, tmp_path, [])
+    assert gate.reason == NOT_MEASURED_DUMMY and not gate.measured and gate.row("lm").accuracy is None
+    assert not quality_pending(SimpleNamespace(cfg=random_cfg, run_dir=tmp_path / "fresh", spec=spec))
+
+
 def test_gate_passes_a_small_loss_and_fails_a_broken_configuration(tmp_path: Path):
     _store(tmp_path, bf16=45, fp8=44, broken=10)
     gate = judge_gate(_config(), tmp_path, [])
