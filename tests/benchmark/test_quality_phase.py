@@ -84,8 +84,13 @@ def test_random_weights_are_not_measurable_even_with_answers_stored(tmp_path: Pa
             "name": "t",
             "model": {"path": "tiny-llama"},
             "engines": [
-                {"label": "lm", "engine": "lmdeploy", "launcher": {"kind": "python", "python": "python3"},
-                 "engine_options": {"backend": "pytorch", "weights": "random"}, "knobs": {"dummy_weights": False}},
+                {
+                    "label": "lm",
+                    "engine": "lmdeploy",
+                    "launcher": {"kind": "python", "python": "python3"},
+                    "engine_options": {"backend": "pytorch", "weights": "random"},
+                    "knobs": {"dummy_weights": False},
+                },
             ],  # fmt: skip
         }
     )
