@@ -29,7 +29,7 @@ def decide(
     decision quotes exactly the numbers step 6 shows; without it (tests, tools) they are computed here
     by the same functions. A configuration that failed step 5's quality gate (``quality``) is not eligible.
     """
-    steps = run_tree(cfg, profile)
+    steps = run_tree(cfg, profile, results)
     family, end = tree_verdict(steps)
     if cost is not None:
         fleet, be = frame(cost.fleet), frame(cost.break_even)

@@ -180,31 +180,65 @@ def _team_condition(cfg: PlaybookConfig) -> str:
     return {"trtllm": "large_peak", "vllm": "small", "either": "middle"}[team_leaning(cfg.team)]
 
 
-def run_tree(cfg: PlaybookConfig, profile: Any) -> list[TreeStep]:
-    """Walk the four steps of seed 003 §3.5; steps after the one that decides are recorded as not reached."""
+def achieved_reuse(results: list[EngineResult] | None) -> tuple[float, str] | None:
+    """The highest prefix-cache hit rate an engine achieved on a structured replay of the traffic, and who.
+
+    Only replays with prefix caching not switched off count; the engine's counters first, else its
+    per-request ``cached_tokens``. This is the reuse the traffic really allowed once an engine of finite
+    cache served it, which is what tree step 3 asks about.
+    """
+    best: tuple[float, str] | None = None
+    for r in results or []:
+        for p in r.points:
+            s = p.structure
+            if p.phase != "structured" or s is None or s.prefix_caching is False:
+                continue
+            rate = p.server.prefix_cache_hit_rate
+            if rate is None and s.usage is not None:
+                rate = s.usage.hit_rate
+            if rate is not None and (best is None or rate > best[0]):
+                best = (float(rate), f"{r.label}, {s.workload} replay")
+    return best
+
+
+def reuse_evidence(profile: Any, results: list[EngineResult] | None = None) -> tuple[float | None, str, str]:
+    """The prefix-reuse share tree step 3 judges, its input key and its words.
+
+    Step 5's achieved hit rate once a structured replay measured it; before that step 1's prediction for a
+    cache of the engine's KV capacity (a real cache evicts); the unbounded upper bound only when neither exists.
+    """
+    facts = facts_of(profile)
+    achieved = achieved_reuse(results)
+    if achieved is not None:
+        rate, where = achieved
+        return rate, "step5.achieved_prefix_hit_rate", f"prefix-cache hit rate achieved in step 5 ({where})"
+    if facts.finite_cache_hit_rate is not None:
+        return facts.finite_cache_hit_rate, "profile.finite_cache_hit_rate", "finite-cache predicted prefix reuse"
+    return facts.prefix_reuse_ratio, "profile.prefix_reuse_ratio", "measured (unbounded-cache) prefix reuse"
+
+
+def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | None = None) -> list[TreeStep]:
+    """Walk the four steps of seed 003 §3.5; steps after the one that decides are recorded as not reached.
+
+    Step 3's reuse is ``reuse_evidence``: what step 5 achieved on a structured replay when ``results`` hold one.
+    """
     facts = facts_of(profile)
     d, hw, cad, team = cfg.decision, cfg.hardware, cfg.cadence, cfg.team
-    # a real cache of finite size evicts: the finite-cache prediction (step 1) when known, else the upper bound
-    ratio = facts.finite_cache_hit_rate if facts.finite_cache_hit_rate is not None else facts.prefix_reuse_ratio
+    ratio, ratio_key, kind = reuse_evidence(profile, results)
     conc = facts.concurrency_p99
-    kind = "finite-cache predicted" if facts.finite_cache_hit_rate is not None else "measured (unbounded-cache)"
     ratio = None if ratio is None else round(float(ratio), 2)
     conc = None if conc is None else round(float(conc))
     frequent = cad.updates_per_month >= d.frequent_updates_per_month or cad.concurrent_models > 1
     if ratio is not None and ratio >= d.prefix_reuse_threshold:
         wl, wl_out = "prefix_heavy", "sglang"
-        wl_reason = (
-            f"{kind} prefix reuse {ratio:.2f} ≥ threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}): "
-            "choose SGLang"
-        )
+        wl_reason = f"{kind} {ratio:.2f} ≥ threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}): choose SGLang"
     else:
         wl_out = "continue"
         wl = "unknown" if conc is None else ("high_concurrency" if conc >= d.high_concurrency else "low_concurrency")
         wl_reason = (
             "no measured prefix-reuse ratio in the profile, so heavy reuse cannot be claimed; falls through"
             if ratio is None
-            else f"{kind} prefix reuse {ratio:.2f} < threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}); "
-            "falls through"
+            else f"{kind} {ratio:.2f} < threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}); falls through"
         )
     tc = _team_condition(cfg)
     who = f"{team.size} engineers, MLOps maturity {team.mlops_maturity}"
@@ -215,7 +249,7 @@ def run_tree(cfg: PlaybookConfig, profile: Any) -> list[TreeStep]:
         f"big > {BIG_TEAM_ABOVE}), no clear leaning; vLLM by default, the measurements may overrule",
     }[tc]
     upd, models, nv = "cadence.updates_per_month", "cadence.concurrent_models", hw.vendors == "nvidia-only"
-    ratio_key, conc_key = "profile.prefix_reuse_ratio", "profile.concurrency_p99"
+    conc_key = "profile.concurrency_p99"
     steps = [
         TreeStep(
             step=1,

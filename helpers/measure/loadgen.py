@@ -14,6 +14,7 @@ final usage). Plain HTTP/1.1 is used, as the engines serve it.
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 from helpers.core.errors import EngineError
 from helpers.measure.timing import request_timing
@@ -48,7 +50,7 @@ class LoadResult:
     request_span_s: float | None = None  # first request sent to last one done (scheduler timestamps)
     # Open-loop points (``run_rate``) and the capacity search read these; older callers ignore them.
     offered_rate: float | None = None  # the arrival rate asked of guidellm (req/s); None for concurrency points
-    sent_rate: float | None = None  # requests sent / their sending span: the rate the client really offered
+    sent_rate: float | None = None  # sends per second over the steady window: the rate the client really offered
     completed_rate: float | None = None  # completions per second over the steady window: the rate served
     steady_window_s: float | None = None  # first finish to last send (s); None: fewer than two requests
     dispatch_delay_p95_ms: float | None = None  # how late guidellm sent requests against its schedule
@@ -266,6 +268,28 @@ async def run_point(
     return await _run(spec)
 
 
+def poisson_schedule(rate: float, n: int, seed: int) -> list[float]:
+    """``n`` arrival times (s after the first) of one Poisson process at ``rate`` req/s, from one seeded generator."""
+    if rate <= 0 or n < 1:
+        raise ValueError(f"a Poisson schedule needs rate > 0 and n >= 1 (got rate={rate}, n={n})")
+    gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=n - 1)
+    return [0.0, *np.cumsum(gaps).tolist()]
+
+
+def scheduled_dataset(dataset: Path, times: list[float], out: Path) -> Path:
+    """A copy of the prompts in ``dataset`` with a ``relative_timestamp`` each (cycled to ``len(times)`` rows).
+
+    guidellm's replay profile sends each row at the benchmark's start plus its ``relative_timestamp``.
+    """
+    rows = [json.loads(line) for line in Path(dataset).read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not rows:
+        raise EngineError(f"{dataset}: no prompts to schedule")
+    with open(out, "w", encoding="utf-8") as f:
+        for i, t in enumerate(times):
+            f.write(json.dumps({**rows[i % len(rows)], "relative_timestamp": round(t, 6)}) + "\n")
+    return out
+
+
 async def run_rate(
     base_url: str,
     served_model: str,
@@ -282,19 +306,34 @@ async def run_rate(
 ) -> LoadResult:
     """Send requests from ``dataset`` open-loop at ``rate`` req/s; await inside Jupyter.
 
-    Arrivals follow guidellm's own ``poisson`` profile (exponential gaps, seeded) or, with
-    ``arrivals="constant"``, its evenly spaced ``constant`` profile; either way requests are sent
-    on schedule whether or not earlier ones have finished, so a server slower than ``rate`` builds
-    a queue. The result carries ``offered_rate`` (= ``rate``), the rates really sent and served,
-    and every request's send/finish time for ``helpers.benchmark.capacity``.
+    Poisson arrivals are drawn here (``poisson_schedule``: exponential gaps from one seeded generator)
+    and sent at their times by guidellm's replay profile; ``arrivals="constant"`` uses guidellm's evenly
+    spaced ``constant`` profile. Either way requests are sent on schedule whether or not earlier ones
+    have finished, so a server slower than ``rate`` builds a queue. The result carries ``offered_rate``
+    (= ``rate``), the rates really sent and served, and every request's send/finish time for
+    ``helpers.benchmark.capacity``.
+
+    Why not guidellm's own ``poisson`` profile: in guidellm 0.8.1 each worker process seeds its own
+    generator with the same seed and adds its draw to one shared clock, so the gaps come in runs of
+    one per worker and a probe's sending span varies as if it held only ``n / workers`` requests.
+    Measured here (fake server, 180 requests at 15 req/s): 8 worker processes sent at 21.3, 21.3 and
+    38.1 req/s; one worker at 15.6. On the H200 (8 workers) probes sent 20-33 req/s at one target.
     """
     if arrivals not in ("poisson", "constant"):
         raise ValueError(f"arrivals must be 'poisson' or 'constant', not {arrivals!r}")
+    if arrivals == "poisson":
+        times = poisson_schedule(rate, max_requests, seed)
+        dataset = scheduled_dataset(
+            dataset, times, Path(dataset).with_name(f"{Path(dataset).stem}.arrivals-{seed}.jsonl")
+        )
+        profile: dict[str, Any] = {"kind": "replay", "time_scale": 1.0}
+    else:
+        profile = {"kind": "constant", "rate": float(rate)}
     spec = {
         "backend": _backend_spec(base_url, served_model, api_key, request_timeout_s),
         "tokenizer": {"kind": "hf_auto", "model": str(tokenizer_dir)},
         "data": [{"kind": "json_file", "path": str(dataset)}],
-        "profile": _profile({"kind": arrivals, "rate": float(rate)}, warmup_requests),
+        "profile": _profile(profile, warmup_requests),
         "constraints": [
             {"kind": "max_requests", "count": max_requests},
             {"kind": "max_duration", "seconds": max_seconds},

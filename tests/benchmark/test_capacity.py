@@ -291,6 +291,10 @@ def test_the_served_rate_is_the_completions_over_the_steady_window():
     starts = [i / 10 for i in range(200)]
     steady = request_timing(_dump(starts, [s + 2.0 for s in starts]))
     assert steady["completed_rate"] == pytest.approx(10, rel=0.02) and steady["steady_window_s"] == pytest.approx(17.9)
+    assert steady["sent_rate"] == pytest.approx(10, rel=0.02)
+    # the first 20 sends left 1 s late, all at once (workers starting): the window's sends still read 10/s
+    late = [max(s, 1.0) for s in starts]
+    assert request_timing(_dump(late, [s + 2.0 for s in starts]))["sent_rate"] == pytest.approx(10, rel=0.02)
     capped = request_timing(_dump(starts, [2.0 + i / 6 for i in range(200)]))  # finishes at 6/s, falls behind
     assert capped["completed_rate"] == pytest.approx(6, rel=0.05)
 

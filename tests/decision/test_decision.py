@@ -256,3 +256,45 @@ def test_team_rule_as_the_seed_writes_it(size, condition, outcome):
     assert (step4.condition, step4.outcome) == (condition, outcome)
     if condition == "middle":
         assert "no clear leaning" in step4.reason
+
+
+def _with_replay(res, label: str, hit: float | None, caching: bool | None = True, usage: float | None = None):
+    """Copy the results with one structured replay point added to ``label`` (achieved hit rate ``hit``)."""
+    import copy
+
+    from helpers.run.records import CacheSplit, StructuredCheck
+
+    out = [copy.deepcopy(r) for r in res]
+    r = next(r for r in out if r.label == label)
+    p = copy.deepcopy(r.points[0])
+    p.phase, p.server.prefix_cache_hit_rate = "structured", hit
+    p.structure = StructuredCheck(
+        workload="multi-turn", kind="sessions", requests_planned=320, prefix_caching=caching,
+        usage=None if usage is None else CacheSplit(
+            requests=320, reporting=320, prompt_tokens=1000, cached_tokens=int(usage * 1000), hit_rate=usage,
+            hit_requests=300, ttft_hit_ms_p50=None, ttft_hit_ms_p95=None, ttft_miss_ms_p50=None,
+            ttft_miss_ms_p95=None),
+    )  # fmt: skip
+    r.points.append(p)
+    return out
+
+
+def test_tree_step_3_judges_the_achieved_hit_rate_over_the_predictions():
+    """Issue 15: the heavy-reuse branch uses the finite-cache prediction, and the achieved rate once measured."""
+    profile = {"prefix_reuse_ratio": 0.8, "finite_cache_hit_rate": 0.5}
+    wl = run_tree(cfg(cadence=STABLE), profile)[2]
+    assert wl.inputs["profile.finite_cache_hit_rate"] == 0.5 and wl.condition == "prefix_heavy"
+    assert wl.reason.startswith("finite-cache predicted prefix reuse 0.50 ≥ threshold 0.3 (the playbook's default")
+    # the unbounded bound says heavy, the finite cache evicts: not heavy
+    wl = run_tree(cfg(cadence=STABLE), {"prefix_reuse_ratio": 0.8, "finite_cache_hit_rate": 0.2})[2]
+    assert wl.condition != "prefix_heavy" and "finite-cache predicted prefix reuse 0.20 < threshold" in wl.reason
+    # once step 5 replayed the structure, what the best cache-on engine achieved decides
+    base = results(VLLM, SGLANG)
+    res = _with_replay(_with_replay(base, VLLM, 0.12), SGLANG, 0.25)
+    wl = run_tree(cfg(cadence=STABLE), profile, res)[2]
+    assert wl.inputs["step5.achieved_prefix_hit_rate"] == 0.25 and wl.condition != "prefix_heavy"
+    assert f"prefix-cache hit rate achieved in step 5 ({SGLANG}, multi-turn replay) 0.25 < threshold" in wl.reason
+    # a replay with caching off says nothing of the traffic's reuse; per-request cached tokens stand in
+    res = _with_replay(_with_replay(base, VLLM, 0.0, caching=False), SGLANG, None, usage=0.4)
+    wl = run_tree(cfg(cadence=STABLE), {"prefix_reuse_ratio": 0.1}, res)[2]
+    assert wl.inputs["step5.achieved_prefix_hit_rate"] == 0.4 and wl.condition == "prefix_heavy"
