@@ -144,7 +144,11 @@ def main() -> None:
             return
         print(f"{spec.label}: {adapter.package} {version} ({detail})")
     model_dir, served = model.directory, adapter.served_model_name(model)
+    # sglang.bench_serving imports `datasets` at start (its MMMU loader) and the SGLang bundle does not carry
+    # it (H200, 2026-12-01: ModuleNotFoundError); the playbook runtime does (guidellm needs it), so the
+    # inherited PYTHONPATH follows the launcher's folders
     folders = [str(resolve_repo_path(p)) for p in spec.launcher.pythonpath]
+    folders += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in folders]
     env = {**adapter.env(spec), **({"PYTHONPATH": os.pathsep.join(folders)} if folders else {})}
     c, n, inp, out = a.concurrency, a.requests, a.input_tokens, a.output_tokens
     with tempfile.TemporaryDirectory(prefix="bench-loadgen-sglang-") as tmp:
@@ -159,7 +163,7 @@ def main() -> None:
             print(f"{_env_line(engine_env)} {shlex.join(engine_cmd)}")
             print(f"# ours: run_point({t.url!r}, {served!r}, {str(model_dir)!r}, {str(dataset)!r},")
             print(f"#     concurrency={c}, max_requests={n}): {n} prompts of {inp} tokens, {out} out each (ignore_eos)")
-            print("# theirs, one round (PYTHONPATH: the launcher's folders only, not the playbook runtime's):")
+            print("# theirs, one round (PYTHONPATH: the launcher's folders, then the inherited one):")
             print(f"{_env_line(env)} {shlex.join(theirs_cmd(t, source, c, n, inp, out, work / 'sglang-bench.jsonl'))}")
             return
         handle = launcher.start(adapter, spec, model, port, work, work / "engine.log")

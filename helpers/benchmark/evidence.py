@@ -349,8 +349,9 @@ def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary |
 def rebuild_from_points(run: EngineRun) -> EngineResult:
     """A configuration rebuilt from the run folder alone (``playbook run --from-points``): nothing is launched.
 
-    The stored engine result when there is one, else a ``partial`` row rebuilt from the stored points;
-    the capacity is judged again from the stored probes with today's rules.
+    The stored engine result when there is one, else a ``partial`` row rebuilt from the stored points
+    (with the KV capacity its engine log reported); the capacity is judged again from the stored probes
+    with today's rules.
     """
     prev = load_engine_result(run.run_dir, run.spec.label)
     result = prev or EngineResult(
@@ -359,6 +360,9 @@ def rebuild_from_points(run: EngineRun) -> EngineResult:
         status="partial",
         reason="no engine result was saved (the run was stopped mid-way): rebuilt from its stored points",
     )
+    log = run.log_path()
+    if prev is None and log.is_file():  # what the engine logged at start survives the cut run
+        result.kv_capacity_tokens = run.adapter.kv_capacity_from_log(log.read_text(encoding="utf-8", errors="replace"))
     folder = run.run_dir / "points" / label_slug(run.spec.label)
     found = (load_point(p) for p in sorted(folder.glob("*.json")))
     result.points = [p for p in found if p is not None]

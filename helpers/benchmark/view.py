@@ -154,12 +154,16 @@ def run_gpu_spec(ctx: Context) -> GpuSpec | None:
     return gpu_spec(gpus[0].name) if gpus else local_gpu_spec()
 
 
-def engines_table(results: list[EngineResult], plan: MemoryPlanRecord | None = None) -> pd.DataFrame:
+def engines_table(
+    results: list[EngineResult], plan: MemoryPlanRecord | None = None, notes: dict[str, str] | None = None
+) -> pd.DataFrame:
     """One row per engine configuration: status, reason, version, cold start, KV capacity, tuned config.
 
-    The predicted KV capacity is step 4's (``MemoryPlanRecord``), beside what the engine logged at start.
+    The predicted KV capacity is step 4's (``MemoryPlanRecord``), beside what the engine logged at start;
+    ``notes`` are the configurations' own ``note`` (why they are set up as they are), by label.
     """
     rows = []
+    notes = notes or {}
     for r in results:
         rows.append(
             {
@@ -172,6 +176,7 @@ def engines_table(results: list[EngineResult], plan: MemoryPlanRecord | None = N
                 "KV tokens predicted (step 4)": plan.predicted(r.label) if plan is not None else None,
                 "KV tokens reported (engine log)": r.kv_capacity_tokens,
                 "tuned knobs": knob_text(r.tuned_knobs),
+                "note": notes.get(r.label, ""),
             }
         )
     return pd.DataFrame(rows)
@@ -191,7 +196,8 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     note = scale_note(ctx.cfg)
     if note:
         say(note, "warn")
-    show_table(engines_table(results, ctx.folder.load(MemoryPlanRecord)), "Engine configurations")
+    notes = {e.label: e.note for e in ctx.cfg.engines if e.note}
+    show_table(engines_table(results, ctx.folder.load(MemoryPlanRecord), notes), "Engine configurations")
     for r in results:
         if r.status != "ok" and r.log_tail:
             say(f"{r.label}: {r.reason}", "warn")

@@ -145,6 +145,11 @@ class EngineSpec(_Strict):
         "lmdeploy: backend: turbomind | pytorch, weights: random).",
     )
     startup_timeout_s: float = Field(default=600, gt=0, description="Seconds to wait for health after launch.")
+    note: str = Field(
+        default="",
+        description="Why this configuration is set up as it is, shown beside it in step 5's engine table "
+        "(e.g. a backend chosen because another's libraries could not be carried).",
+    )
     tune_max_num_seqs: list[PositiveInt] = Field(
         default_factory=list,
         description="Batch sizes to try at the target concurrency; the best within the SLA is the tuned config.",
