@@ -361,7 +361,7 @@ def rebuild_from_points(run: EngineRun) -> EngineResult:
         reason="no engine result was saved (the run was stopped mid-way): rebuilt from its stored points",
     )
     log = run.log_path()
-    if prev is None and log.is_file():  # what the engine logged at start survives the cut run
+    if result.kv_capacity_tokens is None and log.is_file():  # what the engine logged at start survives a cut run
         result.kv_capacity_tokens = run.adapter.kv_capacity_from_log(log.read_text(encoding="utf-8", errors="replace"))
     folder = run.run_dir / "points" / label_slug(run.spec.label)
     found = (load_point(p) for p in sorted(folder.glob("*.json")))
