@@ -1,5 +1,9 @@
 """Engine server processes: start with a log file, wait for health, read the log tail, stop by process group.
 
+An engine that exits before it is healthy because it ran out of memory is said to have done so, with
+the engine's own line quoted (``out_of_memory_line``): the line is often far above the log tail, under
+the API server's traceback of the failed start.
+
 An engine starts in a session of its own, so its API server and the processes it starts (vLLM's
 EngineCore, workers) are one process group; ``stop`` ends the group, also when the API server is
 already dead (killed by pid, its EngineCore would live on holding the GPU). Started for a
@@ -54,6 +58,51 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(_ANSI.sub("", line) for line in data.splitlines()[-lines:])
 
 
+# What vLLM, SGLang and LMDeploy print when a start runs out of (GPU) memory; matched case-sensitively.
+_OUT_OF_MEMORY = re.compile(
+    r"(?:[\w.]*\.)?OutOfMemoryError"  # torch.OutOfMemoryError, torch.cuda.OutOfMemoryError (PyTorch engines)
+    r"|CUDA out of memory"  # that error's message
+    r"|CUDA (?:runtime )?error: out of memory"  # RuntimeError: CUDA error: ...; LMDeploy TurboMind's [TM][ERROR]
+    r"|No available memory for the cache blocks"  # vLLM: nothing left for the KV cache
+    r"|larger than the available KV cache memory"  # vLLM: one max-length request's KV cache does not fit
+    r"|is less than desired GPU memory utilization"  # vLLM: free memory at start below its share
+    r"|Not enough memory\. Please try to increase --mem-fraction-static"  # SGLang: no room for the KV pool
+    r"|No enough gpu memory"  # LMDeploy's PyTorch engine: no room for the cache
+)
+_EXCEPTION_NAME = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception): ")
+OUT_OF_MEMORY_AT_START = "out of memory at start"
+"""How the failure reason of a CPU engine that ran out of memory before it was healthy begins."""
+OUT_OF_GPU_MEMORY_AT_START = "out of GPU memory at start"
+"""How the failure reason of a GPU engine that ran out of memory before it was healthy begins."""
+QUOTE_CHARS = 160
+
+
+def out_of_memory_line(log: str) -> str | None:
+    """The first line of an engine log that says the engine ran out of memory, quoted; None if there is none.
+
+    Recognised: PyTorch's ``torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...`` (vLLM,
+    SGLang, LMDeploy's PyTorch engine), ``CUDA error: out of memory`` and TurboMind's ``CUDA runtime
+    error: out of memory``, vLLM's ``No available memory for the cache blocks``, ``... is larger than
+    the available KV cache memory`` and ``... is less than desired GPU memory utilization``, SGLang's
+    ``Not enough memory. Please try to increase --mem-fraction-static`` and LMDeploy's ``No enough gpu
+    memory for runtime``. The quote starts at the exception's name where the line has one before the
+    message (``ValueError: To serve at least one request ...``), else at the message, so that the
+    ``(EngineCore pid=N) ERROR date [file:line]`` prefix is dropped; colour codes are removed and it
+    is cut to ``QUOTE_CHARS`` characters, with an ellipsis.
+    """
+    for raw in log.splitlines():
+        if _OUT_OF_MEMORY.search(raw) is None:
+            continue
+        line = _ANSI.sub("", raw)
+        m = _OUT_OF_MEMORY.search(line)
+        if m is None:  # a colour code inside the message
+            continue
+        names = [n.start() for n in _EXCEPTION_NAME.finditer(line, 0, m.start())]
+        quote = line[names[-1] if names else m.start() :].strip()
+        return quote if len(quote) <= QUOTE_CHARS else quote[: QUOTE_CHARS - 1].rstrip() + "…"
+    return None
+
+
 @dataclass
 class ServerHandle:
     """A started (or external) engine server."""
@@ -64,6 +113,8 @@ class ServerHandle:
     process: subprocess.Popen | None = None
     api_key: str | None = field(default=None, repr=False)
     started_at: float = field(default_factory=time.monotonic)
+    log_offset: int = 0
+    """Where this start's output begins in ``log_path`` (the file is appended to by every start)."""
 
     @property
     def headers(self) -> dict[str, str]:
@@ -85,6 +136,31 @@ class ServerHandle:
         """The last lines of the engine log."""
         return tail(self.log_path, lines)
 
+    def log_since_start(self, limit: int = 4 * 2**20) -> str:
+        """The engine log written since this start (at most its last ``limit`` bytes; '' if unreadable)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(self.log_offset, size - limit))
+                return f.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def start_failure(self) -> str:
+        """Why the process exited before it was healthy, for a result row; an out-of-memory start says so.
+
+        ``out of GPU memory at start: engine process exited with code 1 before becoming healthy (log:
+        torch.OutOfMemoryError: CUDA out of memory. Tried to allocate …)`` when this start's log has a
+        line ``out_of_memory_line`` recognises (``out of memory at start`` for a CPU engine), else
+        ``engine process exited with code N before becoming healthy``.
+        """
+        reason = f"{self.exit_reason()} before becoming healthy"
+        line = out_of_memory_line(self.log_since_start())
+        if line is None:
+            return reason
+        what = OUT_OF_MEMORY_AT_START if self.adapter.runs_on_cpu else OUT_OF_GPU_MEMORY_AT_START
+        return f"{what}: {reason} (log: {line})"
+
     def healthy(self, timeout: float = 5.0) -> bool:
         """One health probe: True on HTTP 200."""
         try:
@@ -98,7 +174,7 @@ class ServerHandle:
         deadline = self.started_at + timeout_s
         while True:
             if not self.alive():
-                raise EngineError(f"{self.exit_reason()} before becoming healthy")
+                raise EngineError(self.start_failure())
             if self.healthy():
                 return time.monotonic() - self.started_at
             now = time.monotonic()
@@ -189,6 +265,7 @@ def start_process(
     if "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
         full_env["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + os.environ["PYTHONPATH"]
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
+    offset = log.seek(0, os.SEEK_END)
     try:
         proc = subprocess.Popen(
             cmd,
@@ -204,4 +281,4 @@ def start_process(
     finally:
         log.close()
     record_for_run(run_dir, proc.pid, f"engine {adapter.name}")
-    return ServerHandle(base_url=base_url, adapter=adapter, log_path=log_path, process=proc)
+    return ServerHandle(base_url=base_url, adapter=adapter, log_path=log_path, process=proc, log_offset=offset)

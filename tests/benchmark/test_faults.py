@@ -127,6 +127,18 @@ def test_every_failure_is_a_row_and_the_run_continues(fake_engine, tmp_path):
     assert any("never-healthy: failed" in s for s in said)
 
 
+def test_an_engine_out_of_memory_at_start_is_a_row_that_names_it(fake_engine, tmp_path):
+    """The row's reason names the fault and quotes the engine's line (above its log tail); the next engine runs."""
+    cfg = config([fake("oom", "oom_at_start"), fake("ok", "ok")])
+    oom, ok = asyncio.run(run_benchmarks(cfg, tmp_path))
+    assert oom.status == "failed" and ok.status == "ok"
+    assert oom.reason.startswith(
+        "out of memory at start: engine process exited with code 1 before becoming healthy"
+        " (log: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB."
+    )
+    assert "RuntimeError: Engine core initialization failed" in oom.log_tail and "OutOfMemory" not in oom.log_tail
+
+
 def test_a_healthy_fake_gives_normalised_server_stats(fake_engine, tmp_path):
     (result,) = asyncio.run(run_benchmarks(config([fake("ok", "ok")]), tmp_path))
     assert result.status == "ok" and result.version is None

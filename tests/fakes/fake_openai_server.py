@@ -7,7 +7,10 @@ ignored). Its behaviour comes from environment variables:
   requests); ``hang_mid_point`` (after ``FAKE_DIE_AFTER`` streamed requests it stops answering anything,
   ``/health`` and ``/metrics`` included, while the process lives on: a deadlocked engine);
   ``never_healthy`` (``/health`` answers 503); ``bad_metrics`` (``/metrics`` is not Prometheus text);
-  ``bad_flag`` (exits at start like an argument parser rejecting a flag).
+  ``bad_flag`` (exits at start like an argument parser rejecting a flag); ``oom_at_start`` (prints a
+  failed start shaped like vLLM's: the EngineCore's traceback ending in ``FAKE_OOM_LINE``, by default
+  PyTorch's CUDA out-of-memory error, then 60 lines of the API server's own traceback, so that the line
+  is far above the log tail; exits with code 1 before it is healthy).
 * ``FAKE_API_KEY``: when set, every request must carry ``Authorization: Bearer <key>`` (else 401).
 * ``FAKE_TOKEN_DELAY_S``: seconds between streamed tokens (default 0.002).
 * ``FAKE_SERVICE_SLOTS``: when set to k > 0, at most k completions are served at once and the others
@@ -56,6 +59,11 @@ TOKEN_DELAY_S = float(os.environ.get("FAKE_TOKEN_DELAY_S", "0.002"))
 SERVICE_SLOTS = int(os.environ.get("FAKE_SERVICE_SLOTS", "0") or 0)
 CAPTURE_FILE = os.environ.get("FAKE_CAPTURE_FILE")
 CACHE_BLOCK = int(os.environ.get("FAKE_CACHE_BLOCK", "0") or 0)
+OOM_LINE = os.environ.get(
+    "FAKE_OOM_LINE",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total capacity of"
+    " 139.81 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 138.78 GiB memory in use.",
+)
 _cached_blocks: set[int] = set()
 _hung = threading.Event()  # hang_mid_point: set once the engine stops answering
 ANSWERS_FILE = os.environ.get("FAKE_ANSWERS")
@@ -296,6 +304,20 @@ class Handler(BaseHTTPRequestHandler):
                 _counts["running"] -= 1
 
 
+def _fail_start_out_of_memory() -> None:
+    """``oom_at_start``: a start that dies of ``OOM_LINE`` in its EngineCore, the API server's traceback after it."""
+    core, api = "(EngineCore pid=2) ERROR 12-01 16:05:31 [core.py:708]", "(APIServer pid=1)"
+    print(f"{api} INFO 12-01 16:04:02 [api_server.py:1]  fake engine (oom_at_start)", flush=True)
+    print(f"{core} EngineCore failed to start.\n{core} Traceback (most recent call last):", file=sys.stderr)
+    print(f'{core}   File "fake/gpu_model_runner.py", line 1, in load_model', file=sys.stderr)
+    print(f"{core} \x1b[1;31m{OOM_LINE}\x1b[0m", file=sys.stderr)
+    print(f"{api} Traceback (most recent call last):", file=sys.stderr)
+    for i in range(30):
+        print(f'{api}   File "fake/engine/frame_{i}.py", line {i + 1}, in start\n{api}     start()', file=sys.stderr)
+    print(f"{api} RuntimeError: Engine core initialization failed. See root cause above.", file=sys.stderr)
+    sys.exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse ``--host``/``--port`` (ignoring the engine flags around them) and serve until killed."""
     parser = argparse.ArgumentParser()
@@ -305,6 +327,8 @@ def main(argv: list[str] | None = None) -> None:
     if MODE == "bad_flag":
         print("fake engine: error: unrecognized arguments: --max-num-seqs-typo", file=sys.stderr, flush=True)
         sys.exit(2)
+    if MODE == "oom_at_start":
+        _fail_start_out_of_memory()
     print(f"fake engine ({MODE}) on {args.host}:{args.port}", flush=True)
     ThreadingHTTPServer((args.host, args.port), Handler).serve_forever()
 

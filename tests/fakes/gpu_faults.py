@@ -4,8 +4,9 @@ Two faults, vLLM 0.26.0 only, each one real ``playbook run --only 03_benchmark``
 reports folder under ``DIR``, about 4 GPU-minutes in all (an engine start there takes 80-135 s):
 
 * ``oom-70b-bf16``: out of memory at start: Llama-3.3-70B in BF16 (dummy weights, ~141 GB) at TP=1
-  on one 141 GB GPU. Wanted: exit 0, the row ``failed`` with the engine's own out-of-memory reason
-  and log tail (not a timeout), nothing of the engine left, no process on the GPU.
+  on one 141 GB GPU. Wanted: exit 0, the row ``failed`` with a reason that names the fault (``out of
+  GPU memory at start: ...``, the engine's own line quoted; not a timeout) and the log tail, nothing of
+  the engine left, no process on the GPU.
 * ``kill-8b``: the 8B workload's engine (its API server) killed by pid with requests in flight.
   Wanted: exit 0, the row ``partial`` naming the kill, nothing of its process group left (no orphan
   EngineCore holding the GPU's memory).
@@ -36,6 +37,7 @@ from helpers.core.config import load_config
 from helpers.core.paths import MODELS_DIR, REPO_ROOT, WORKLOADS_DIR
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
+from helpers.launchers.server import OUT_OF_GPU_MEMORY_AT_START
 from helpers.run.processes import members
 from helpers.run.records import label_slug
 
@@ -130,6 +132,11 @@ def _run(reports: Path, cfg: Path, run_id: str, log: Path) -> tuple[subprocess.P
     return proc, Tree(proc.pid)
 
 
+def oom_named(reason: str | None) -> bool:
+    """Whether an engine row's reason names an out-of-GPU-memory start (what the OOM fault must show)."""
+    return str(reason).startswith(OUT_OF_GPU_MEMORY_AT_START)
+
+
 def fault_oom(reports: Path, cfg: Path, log: Path) -> dict:
     """Out of memory at start; the run goes on to a rendered report and a row that names it."""
     t0 = time.monotonic()
@@ -138,7 +145,7 @@ def fault_oom(reports: Path, cfg: Path, log: Path) -> dict:
     took, left = time.monotonic() - t0, tree.left()
     row = _row_of(reports, "oom-70b-bf16")
     reason = str(row.get("reason"))
-    named = "out of memory" in reason.lower() or "memory" in (row.get("log_tail") or "").lower()
+    named = oom_named(reason)
     return {
         "fault": "out of memory at start (70B BF16, TP=1, one H200)",
         "injected": "141 GB of dummy BF16 weights for a 141 GB GPU",
