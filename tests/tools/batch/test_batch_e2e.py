@@ -83,7 +83,7 @@ class RayHead:
     """A real one-node Ray cluster with its own temp dir and ports, held by its pid (and its children's)."""
 
     # The raylet waits a fixed 15 s for its dashboard agent's port file (a Python process importing Ray); on a
-    # loaded 2-core machine that is missed now and then: 2026-12-01, two of three starts in a row failed so.
+    # loaded 2-core machine that is missed now and then (2026-12-01: two of three starts in a row failed).
     ATTEMPTS = 6
 
     def __init__(self, base: Path) -> None:
