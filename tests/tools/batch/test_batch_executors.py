@@ -6,8 +6,8 @@ import tarfile
 import time
 
 import pytest
+from batch_data import two_models
 
-from helpers.core.paths import REPO_ROOT
 from helpers.tools.batch.archive import pack_run_folder, unpack_run_folder
 from helpers.tools.batch.cell import failure_reason, run_cell_process
 from helpers.tools.batch.executors import EXECUTORS
@@ -94,15 +94,15 @@ def test_an_unreachable_cluster_is_one_clear_line():
     assert "\n" not in str(exc.value)
 
 
-def test_the_cli_says_an_unreachable_cluster_in_one_line(tmp_path, capsys):
+def test_the_cli_says_an_unreachable_cluster_in_one_line(tmp_path, capsys, write_matrix):
     port = _closed_port()
-    matrix = REPO_ROOT / "playbook" / "batches" / "cpu-two-models.yaml"
+    matrix = write_matrix(two_models())
     argv = ["batch", str(matrix), "--executor", "ray", "--address", f"127.0.0.1:{port}", "--reports-dir", str(tmp_path)]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"playbook: error: the Ray cluster at 127.0.0.1:{port} is unreachable")
     assert not any("Traceback" in ln for ln in err)
-    assert not list(tmp_path.glob("cpu-two-models-*")), "no cell may have started"
+    assert not list(tmp_path.glob("unit-batch-*")), "no cell may have started"
 
 
 def test_ray_executor_reads_ray_address(monkeypatch):

@@ -5,29 +5,41 @@ import yaml
 from batch_data import BASE, ENGINE_CPU, two_models
 
 from helpers.core.errors import ConfigError
-from helpers.core.paths import PLAYBOOK_DIR
+from helpers.core.paths import ENGINES_DIR, PLAYBOOK_DIR
 from helpers.tools.batch.matrix import gpus_needed, load_batch, merge
 from helpers.tools.cli import main
 
 SHIPPED = PLAYBOOK_DIR / "batches" / "cpu-two-models.yaml"
+needs_smollm2 = pytest.mark.skipif(  # the shipped batch's second model; its folder is checked when it loads
+    not (ENGINES_DIR / "models" / "smollm2-135m-instruct" / "config.json").is_file(),
+    reason="run `playbook setup-model smollm2` (make models)",
+)
 
 
-def test_the_shipped_batch_is_two_models_times_the_cpu_engine():
+@needs_smollm2
+def test_the_shipped_batch_is_the_tiny_dummy_model_and_smollm2_times_the_cpu_engine():
     batch = load_batch(SHIPPED)
     assert batch.batch_id == "cpu-two-models"
-    assert [c.run_id for c in batch.cells] == [
-        "cpu-two-models-tiny-llama_vllm-cpu",
-        "cpu-two-models-tiny-llama-4l_vllm-cpu",
-    ]
-    assert [c.config.model.path for c in batch.cells] == ["tiny-llama", "tiny-llama-4l"]
+    assert [c.run_id for c in batch.cells] == ["cpu-two-models-tiny-llama", "cpu-two-models-smollm2"]
+    tiny, smol = batch.cells
+    assert tiny.config.model.path == "tiny-llama"
+    assert (smol.config.model.path, smol.config.model.dtype) == (".engines/models/smollm2-135m-instruct", "float32")
+    assert [e.knobs.dummy_weights for c in batch.cells for e in c.config.engines] == [True, False]
     for c in batch.cells:
-        assert [e.label for e in c.config.engines] == ["vllm-cpu"]  # the axis' list replaced the base's two
-        assert c.config.workload.concurrency == [1, 2]
-        assert c.config.workload.requests_per_point == 8
+        assert [e.label for e in c.config.engines] == ["vllm-cpu"]  # the matrix's list replaced the base's two
+        (engine,) = c.config.engines
+        assert engine.engine == "vllm-cpu" and engine.extra_args == ["--enforce-eager"]
+        assert c.config.workload.concurrency == [1] and c.config.workload.requests_per_point == 4
+        assert c.config.evidence.search.enabled and c.config.evidence.search.axis == "concurrency"
+        assert c.config.quality.enabled and c.config.quality.max_items == 8
         assert c.config.cost.gpu == "cpu-2core"  # kept from the base (default.yaml)
         assert (c.resources.num_cpus, c.resources.num_gpus) == (1, 0)
+    same = {"launcher", "extra_args", "startup_timeout_s"}  # the two copies of the engine differ in weights only
+    assert tiny.config.engines[0].model_dump(include=same) == smol.config.engines[0].model_dump(include=same)
+    knobs = [c.config.engines[0].knobs.model_dump(exclude={"dummy_weights"}) for c in batch.cells]
+    assert knobs[0] == knobs[1]
     assert len({c.config.name for c in batch.cells}) == 2, "cells sharing a name would be compared in reviews"
-    assert batch.cells[0].values == {"models": "tiny-llama", "engines": "vllm-cpu"}
+    assert tiny.values == {"models": "tiny-llama"} and smol.values == {"models": "smollm2"}
 
 
 def test_merge_merges_mappings_and_replaces_lists():
@@ -179,10 +191,11 @@ def test_the_cli_fails_before_anything_starts(write_matrix, tmp_path, capsys):
     assert not reports.exists(), "nothing may be written before the matrix is valid"
 
 
+@needs_smollm2
 def test_dry_run_lists_every_cell_and_its_decision(tmp_path, capsys):
     assert main(["batch", str(SHIPPED), "--dry-run", "--reports-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "cpu-two-models-tiny-llama_vllm-cpu: new (no run folder yet); cpus=1 gpus=0" in out
-    assert "cpu-two-models-tiny-llama-4l_vllm-cpu: new" in out
+    assert "cpu-two-models-tiny-llama: new (no run folder yet); cpus=1 gpus=0" in out
+    assert "cpu-two-models-smollm2: new (no run folder yet); cpus=1 gpus=0" in out
     assert "2 cell(s); executor local" in out
     assert list(tmp_path.iterdir()) == []
