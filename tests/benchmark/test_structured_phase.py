@@ -175,7 +175,8 @@ def test_the_h200_multi_turn_config_validates_and_runs_one_engine_at_a_time():
     )  # fmt: skip
     assert mt.shared_system_prompt and mt.sessions_in_flight == 32 and not cfg.evidence.search.enabled
     assert structured_workloads(cfg) == ["multi-turn"]
-    assert [(e.engine, e.knobs.prefix_caching) for e in cfg.engines] == [("vllm", True), ("sglang", True)]
+    on_off = [("vllm", True), ("vllm", False), ("sglang", True), ("sglang", False)]  # both, cache on and off
+    assert [(e.engine, e.knobs.prefix_caching) for e in cfg.engines] == on_off
     longest = mt.system_prompt_tokens + mt.turns * mt.user_turn_tokens + (mt.turns - 1) * mt.output_tokens
     assert all(longest + mt.output_tokens <= e.knobs.max_model_len for e in cfg.engines)
     for e in cfg.engines:  # playbook run CONFIG --engines LABEL
