@@ -67,3 +67,15 @@ def numbers_in(text: str) -> list[float]:
     """Numbers written in ``text`` (identifiers in backticks are skipped)."""
     text = _IDENT.sub(" ", text)
     return [float((m.group(1) + (m.group(2) or "")).replace(",", "")) for m in _NUM.finditer(text)]
+
+
+def lmdeploy_random_cfg(label: str = "LMDeploy 0.18.0 (PyTorch)", **sections) -> PlaybookConfig:
+    """A config of one LMDeploy configuration on random weights (its PyTorch backend), as the H200 run had."""
+    engine = {
+        "label": label,
+        "engine": "lmdeploy",
+        "launcher": {"kind": "python", "python": "python3"},
+        "engine_options": {"backend": "pytorch", "weights": "random"},
+        "knobs": {"dummy_weights": False},
+    }
+    return parse_config({"name": "t", "model": {"path": "tiny-llama"}, "engines": [engine], **sections})

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import copy
 
-from decision_data import VLLM, results
+from decision_data import VLLM, lmdeploy_random_cfg, results
 
 from helpers.benchmark.evidence import rebuild_from_points
 from helpers.benchmark.run import EngineRun
-from helpers.core.config import parse_config
 from helpers.run.records import save_point
 
 LMDEPLOY_LOG = (
@@ -23,22 +22,7 @@ LMDEPLOY_LOG = (
 
 
 def test_a_cut_run_is_rebuilt_from_its_points_and_its_engine_log(tmp_path):
-    cfg = parse_config(
-        {
-            "name": "t",
-            "model": {"path": "tiny-llama"},
-            "engines": [
-                {
-                    "label": "LMDeploy 0.18.0 (PyTorch)",
-                    "engine": "lmdeploy",
-                    "launcher": {"kind": "python", "python": "python3"},
-                    "engine_options": {"backend": "pytorch", "weights": "random"},
-                    "knobs": {"dummy_weights": False},
-                },
-            ],  # fmt: skip
-            "evidence": {"search": {"enabled": False}},
-        }
-    )
+    cfg = lmdeploy_random_cfg(evidence={"search": {"enabled": False}})
     spec = cfg.engines[0]
     points = []
     for c in (1, 32):

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from decision_data import SGLANG, VLLM, cfg, results, scaled
+from decision_data import SGLANG, VLLM, cfg, lmdeploy_random_cfg, results, scaled
 
 from helpers.benchmark.quality import ItemResult, QualityOutcome, load_eval_set, paired_delta_interval, wilson
 from helpers.benchmark.quality_phase import (
@@ -79,21 +79,7 @@ def test_dummy_weights_say_not_measured_never_a_number(tmp_path: Path):
 
 def test_random_weights_are_not_measurable_even_with_answers_stored(tmp_path: Path):
     """LMDeploy's random-weight folder answers noise: a stored 0/50 is not a quality figure (H200 run, 2026-12-01)."""
-    random_cfg = parse_config(
-        {
-            "name": "t",
-            "model": {"path": "tiny-llama"},
-            "engines": [
-                {
-                    "label": "lm",
-                    "engine": "lmdeploy",
-                    "launcher": {"kind": "python", "python": "python3"},
-                    "engine_options": {"backend": "pytorch", "weights": "random"},
-                    "knobs": {"dummy_weights": False},
-                },
-            ],  # fmt: skip
-        }
-    )
+    random_cfg = lmdeploy_random_cfg("lm")
     spec = random_cfg.engines[0]
     assert spec.placeholder_weights and not spec.knobs.dummy_weights
     _store(tmp_path, lm=0)
