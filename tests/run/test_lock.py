@@ -119,6 +119,12 @@ def cli_config(tmp_path) -> Path:
     return path
 
 
+def _terminal_signals() -> None:
+    """In the child: Ctrl-C as in a terminal. A shell starts background jobs with SIGINT ignored, and Python
+    keeps an inherited SIG_IGN, so a suite started in the background would otherwise see SIGINT do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def slow_run(reports: Path, cfg: Path, run_id: str, seconds: float = 60) -> subprocess.Popen:
     p = subprocess.Popen(
         [sys.executable, str(FAKES / "slow_playbook.py"), str(reports), str(cfg), run_id, str(seconds)],
@@ -127,6 +133,7 @@ def slow_run(reports: Path, cfg: Path, run_id: str, seconds: float = 60) -> subp
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        preexec_fn=_terminal_signals,
     )
     for line in p.stdout:
         if line.startswith("executing"):
