@@ -360,9 +360,8 @@ def rebuild_from_points(run: EngineRun) -> EngineResult:
         status="partial",
         reason="no engine result was saved (the run was stopped mid-way): rebuilt from its stored points",
     )
-    log = run.log_path()
-    if result.kv_capacity_tokens is None and log.is_file():  # what the engine logged at start survives a cut run
-        result.kv_capacity_tokens = run.adapter.kv_capacity_from_log(log.read_text(encoding="utf-8", errors="replace"))
+    if result.kv_capacity_tokens is None:  # what the engine logged at start survives a cut run
+        result.kv_capacity_tokens = run.adapter.kv_capacity_from_log(run.whole_log())
     folder = run.run_dir / "points" / label_slug(run.spec.label)
     found = (load_point(p) for p in sorted(folder.glob("*.json")))
     result.points = [p for p in found if p is not None]

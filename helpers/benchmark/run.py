@@ -125,10 +125,13 @@ class EngineRun:
         return self.handle
 
     def whole_log(self) -> str:
-        """The engine's whole log so far (start-up lines such as the KV capacity come first)."""
-        if self.handle is None or not self.handle.log_path.is_file():
-            return ""
-        return self.handle.log_path.read_text(encoding="utf-8", errors="replace")
+        """The engine's whole log so far (start-up lines such as the KV capacity come first).
+
+        The running engine's log, else this configuration's log in the run folder (a run re-rendered from
+        its points); "" when there is none.
+        """
+        path = self.handle.log_path if self.handle is not None else self.log_path()
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
     def account(self, phase: str, since: float) -> None:
         """Add the seconds since ``since`` to the time the engine was held for ``phase`` (GPU-minutes)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -131,6 +132,14 @@ class LauncherSpec(_Strict):
         return v
 
 
+def placeholder_weights(dummy_weights: bool, engine_options: Mapping[str, str]) -> bool:
+    """Whether a configuration serves weights that mean nothing: the dummy loader, or a random-weight folder.
+
+    ``EngineSpec.placeholder_weights`` for a parsed spec; this form also reads a stored config's engine entry.
+    """
+    return bool(dummy_weights) or engine_options.get("weights") == "random"
+
+
 class EngineSpec(_Strict):
     """One engine configuration to benchmark."""
 
@@ -162,7 +171,7 @@ class EngineSpec(_Strict):
         Speed and memory are those of the model's shape; answers are noise, so quality is not measurable
         and speculative drafts are never accepted.
         """
-        return self.knobs.dummy_weights or self.engine_options.get("weights") == "random"
+        return placeholder_weights(self.knobs.dummy_weights, self.engine_options)
 
     @field_validator("engine")
     @classmethod

@@ -14,6 +14,7 @@ import base64
 import io
 from typing import Any
 
+from helpers.core.config_engines import placeholder_weights
 from helpers.report.notebook import esc
 from helpers.run.records import Representative
 from helpers.run.summary import RunSummary
@@ -83,10 +84,11 @@ def _deciding_rows(summary: RunSummary) -> list[tuple[str, str, str, str]]:
 def _not_measured(summary: RunSummary) -> list[str]:
     out = []
     engines = summary.config.get("engines") or []
-    if any(
-        (e.get("knobs") or {}).get("dummy_weights", True) or (e.get("engine_options") or {}).get("weights") == "random"
+    placeholder = (
+        placeholder_weights((e.get("knobs") or {}).get("dummy_weights", True), e.get("engine_options") or {})
         for e in engines
-    ):
+    )
+    if any(placeholder):
         out.append("Dummy (random) weights: speed only; answer quality was not measured.")
     for e in summary.engines:
         if e.status in ("failed", "skipped", "partial"):
