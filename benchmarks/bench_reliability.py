@@ -54,16 +54,24 @@ LABEL = "vllm-cpu"
 
 
 def cpu_config() -> dict:
-    """default.yaml cut down: one engine, concurrency [1, 4], 8 / 32 requests of 256 in / 64 out, no tuning."""
+    """default.yaml cut down: the tiny dummy model, concurrency [1, 4], 8 or 32 requests of 256 in, 64 out."""
     cfg = yaml.safe_load((WORKLOADS_DIR / "default.yaml").read_text(encoding="utf-8"))
     engine = copy.deepcopy(cfg["engines"][0])
     engine.update(label=LABEL, startup_timeout_s=400)
+    engine["knobs"]["dummy_weights"] = True  # faults are injected here, not answers judged: the quick tiny model
+    cfg["model"] = {"path": "tiny-llama", "served_name": "tiny-llama"}
     engine.pop("tune_max_num_seqs", None)
     cfg.update(
         name="reliability", engines=[engine], evidence={"search": {"enabled": False}}, quality={"enabled": False}
     )
     cfg["workload"].update(
-        concurrency=[1, 4], output_tokens=64, requests_per_point=32, requests_per_stream=8, max_seconds_per_point=60
+        concurrency=[1, 4],
+        output_tokens=64,
+        requests_per_point=32,
+        requests_per_stream=8,
+        max_seconds_per_point=60,
+        input_tokens=256,
+        shared_prefix_tokens=128,  # as measured in the README (the default before SmolLM2)
     )
     cfg["workload"].pop("target_concurrency", None)
     return cfg

@@ -53,10 +53,14 @@ def latency_estimate(points: list[Point]) -> float | None:
 
 
 def start_load(result: EngineResult, run: EngineRun) -> float:
-    """The search's first load: configured, else the rate of the busiest grid point within the SLA.
+    """The search's first load: configured, else where the grid puts the SLA edge.
 
-    That closed-loop point served its rate within the SLA (the lowest grid point when none did), so
-    the search starts near the edge rather than doubling up from one request at a time.
+    Rate axis: the rate of the busiest grid point within the SLA. That closed-loop point served its
+    rate within the SLA (the lowest grid point when none did), so the search starts near the edge
+    rather than doubling up from one request at a time. Concurrency axis: the grid's own levels are
+    loads of this axis, so where the grid already brackets the edge (a level within the SLA, the next
+    one past it) the search starts at the level where TTFT p95 reaches the limit on the straight line
+    between the two (``sla_crossing``); else at the busiest level within the SLA.
     """
     s = run.cfg.evidence.search
     if s.start is not None:
@@ -64,8 +68,27 @@ def start_load(result: EngineResult, run: EngineRun) -> float:
     sweep = sorted((p for p in result.points if p.phase == "sweep" and p.requests > 0), key=lambda p: p.concurrency)
     within = [p for p in sweep if meets_sla(p, run.cfg.sla)] or sweep[:1]
     if s.axis == "concurrency":
-        return float(within[-1].concurrency) if within else 1.0
+        if not within:
+            return 1.0
+        edge = within[-1]
+        past = next((p for p in sweep if p.concurrency > edge.concurrency and not meets_sla(p, run.cfg.sla)), None)
+        crossing = sla_crossing(edge, past, run.cfg.sla.ttft_p95_ms) if past is not None else None
+        return float(crossing if crossing is not None else edge.concurrency)
     return max(0.05, max(p.req_s for p in within)) if within else 1.0
+
+
+def sla_crossing(within: Point, past: Point, ttft_limit_ms: float) -> int | None:
+    """The whole number of streams between two grid levels where TTFT p95 reaches the limit, on a straight line.
+
+    ``within`` met the SLA, ``past`` (more streams) did not. None when the TTFT figures do not rise
+    across the limit between them (past missed the SLA by errors or ITL, not TTFT): no line to read.
+    The level is rounded down and kept inside the bracket (at least ``within``, below ``past``).
+    """
+    lo, hi = within.ttft_ms_p95, past.ttft_ms_p95
+    if lo is None or hi is None or not lo <= ttft_limit_ms < hi:
+        return None
+    at = within.concurrency + (past.concurrency - within.concurrency) * (ttft_limit_ms - lo) / (hi - lo)
+    return max(within.concurrency, min(past.concurrency - 1, math.floor(at)))
 
 
 DRAIN_SHARE = 0.9

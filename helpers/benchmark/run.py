@@ -33,7 +33,7 @@ from helpers.core.secrets import known_secrets, redact
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.server import ServerHandle, free_port
-from helpers.measure.loadgen import LoadResult, run_point, run_rate, run_replay
+from helpers.measure.loadgen import LoadResult, prewarm, run_point, run_rate, run_replay
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.measure.telemetry import GpuSampler, local_gpu_spec
 from helpers.run.records import (
@@ -108,6 +108,7 @@ class EngineRun:
         if not tag:
             self.result.command = [repo_relative(redact(x, self.secrets)) for x in cmd]
         self.say(f"{spec.label}: launching ({self.launcher.kind})")
+        prewarm()  # the load generator's imports, while the engine starts
         self.handle = self.launcher.start(self.adapter, spec, self.cfg.model, port, self.run_dir, self.log_path(tag))
         ready = self.handle.wait_healthy(spec.startup_timeout_s)
         log_text = self.whole_log()

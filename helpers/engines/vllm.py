@@ -120,5 +120,11 @@ class VllmCpuAdapter(VllmAdapter):
         return flags
 
     def env(self, spec: EngineSpec) -> dict[str, str]:
-        """A default KV-cache size in GiB (overridable through the launcher env)."""
-        return {**super().env(spec), "VLLM_CPU_KVCACHE_SPACE": "1"}
+        """A default KV-cache size in GiB, and the model run inside the engine-core process (both overridable).
+
+        ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` runs the model in the engine-core process instead of a third
+        process: one Python start (about 15 s on 2 cores) less, and no CPU kept back for the API server
+        by vLLM's thread binding. Measured on the 2-core development machine with SmolLM2 (fp32, eager):
+        healthy after 31 s instead of 55 s; TTFT p50 at concurrency 1 of 1.15 s instead of 2.06 s.
+        """
+        return {**super().env(spec), "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}

@@ -136,3 +136,30 @@ def test_the_search_starts_at_the_busiest_grid_point_within_the_sla_and_probes_s
     assert lat == 20.0
     assert probe_requests(run, 10.0, lat) == min(s.max_requests, max(s.min_requests, 600))
     assert probe_requests(run, 10.0, None) == min(s.max_requests, max(s.min_requests, int(10 * s.probe_seconds)))
+
+
+def test_on_the_concurrency_axis_the_search_starts_where_the_grid_crosses_the_sla(fake_engine, tmp_path):
+    """A grid level within the SLA and the next one past it: start on the straight line between them."""
+    from types import SimpleNamespace
+
+    from helpers.benchmark.evidence import start_load
+    from helpers.run.records import EngineResult, Point
+
+    cfg = config(tmp_path)
+    cfg.evidence.search.start, cfg.evidence.search.axis = None, "concurrency"
+    cfg.sla.ttft_p95_ms = 2000
+    run = SimpleNamespace(cfg=cfg)
+
+    def pt(c, ttft, errors=0):
+        return Point(label="x", engine="vllm", concurrency=c, phase="sweep", requests=10, errors=errors, duration_s=1,
+                     output_tok_s=1, total_tok_s=1, req_s=1, ttft_ms_p95=ttft)  # fmt: skip
+
+    # measured on the CPU default (prefix cache off, 2026-12-01): 900 ms at 1 stream, 3,711 ms at 4
+    assert start_load(EngineResult(label="x", engine="vllm", points=[pt(1, 900), pt(4, 3711)]), run) == 2.0
+    wide = EngineResult(label="x", engine="vllm", points=[pt(1, 900), pt(16, 2100)])
+    assert start_load(wide, run) == 14.0  # 14.75, rounded down
+    # past the SLA by errors, not TTFT: no line to read, the busiest level within
+    assert start_load(EngineResult(label="x", engine="vllm", points=[pt(1, 900), pt(4, 1000, errors=5)]), run) == 1.0
+    # nothing past the SLA: the busiest level within; nothing within: the lowest level
+    assert start_load(EngineResult(label="x", engine="vllm", points=[pt(1, 900), pt(4, 1268)]), run) == 4.0
+    assert start_load(EngineResult(label="x", engine="vllm", points=[pt(2, 2500), pt(4, 3000)]), run) == 2.0

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 import yaml
 
 from helpers.core.paths import ENGINES_DIR, REPORTS_DIR
+from helpers.core.text import label_slug
 from helpers.report.notebook import STEP_TITLES
 from helpers.run.records import point_path
 from helpers.tools.runner import notebooks, run_playbook
@@ -291,14 +293,21 @@ def test_rerun_with_the_same_id_resumes(run):
 
 
 def test_a_second_run_of_the_same_workload_is_reviewed(run):
-    """Two archived runs of one workload at two configurations: the review names what changed."""
+    """Two archived runs of one workload at two configurations: the review names what changed.
+
+    The second run measures one of the first run's configurations again; its measurements are the first
+    run's (copied into its folder, so it resumes them and starts no engine: the review is tested here).
+    """
     second = dict(CONFIG, engines=[engine(GOOD_ON, True)])
-    second["engines"][0]["knobs"]["max_num_seqs"] = 2
-    second["workload"] = dict(CONFIG["workload"], concurrency=[4])
-    second["evidence"] = {"search": {"enabled": False}}  # the review is tested here; the evidence in the first run
     path = run.config.with_name("e2e-second.yaml")
     path.write_text(yaml.safe_dump(second, sort_keys=False), encoding="utf-8")
+    slug = label_slug(GOOD_ON)
+    for part in (Path("points") / slug, Path("engines") / f"{slug}.json"):
+        src, dst = run.dir / part, run.reports / "e2e-second" / part
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
     report = run_playbook(path, run_id="e2e-second", reports_dir=run.reports, log_output=False)
+    assert not list((run.reports / "e2e-second" / "logs").glob("*.log")), "the copied measurements were not resumed"
     review = json.loads((run.reports / "e2e-second" / "review.json").read_text(encoding="utf-8"))
     said = " ".join(review["flags"] + review["notes"])
     assert "No earlier run" not in said
