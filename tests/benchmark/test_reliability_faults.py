@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_engine import FAKE_ENGINE, FakeEngineAdapter, fake_spec
 from fakes.fake_process import fake_server
-from fakes.faults import engine_url, find_in_tree, kill_all, leftovers, metric, pids_alive, wait_for
+from fakes.faults import descendants, engine_url, find_in_tree, kill_all, leftovers, metric, pids_alive, wait_for
 from fakes.tmpfs import fill, tiny_tmpfs
 
 from helpers.benchmark.run import run_benchmarks
@@ -232,17 +232,21 @@ def test_kill_9_of_the_benchmarking_process_mid_sweep_then_resume(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     first = point_path(run_dir, "e", "sweep", 2)
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tree: list[int] = []
     try:
         wait_for("first point", first.is_file, 240)
         engine = wait_for("engine", lambda: find_in_tree(proc.pid, "fake_openai_server"), 30)
         wait_for("second point in flight", lambda: (metric(engine_url(engine), STREAMED) or 0) >= 6, 120)
         digest = sha(first)
+        # bench_once.py has no watchdog (``playbook run`` does: tests/run/test_processes.py): the load
+        # generator's workers it started are ended here, by pid, once the kill is checked
+        tree = [p.pid for p in descendants(proc.pid) if p.pid != engine]
         proc.kill()
         proc.wait(10)
         # the engine dies with the process that started it (PDEATHSIG), so nothing keeps writing
         wait_for("engine gone", lambda: not pids_alive([engine]), 30)
     finally:
-        kill_all(pids_alive([proc.pid]))
+        kill_all(pids_alive([proc.pid, *tree]))
     assert not point_path(run_dir, "e", "sweep", 4).exists() and leftovers(run_dir) == []
     res = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
