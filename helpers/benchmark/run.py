@@ -33,7 +33,8 @@ from helpers.core.secrets import known_secrets, redact
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.server import ServerHandle, free_port
-from helpers.measure.loadgen import LoadResult, prewarm, run_point, run_rate, run_replay
+from helpers.measure.guidellm_setup import prewarm
+from helpers.measure.loadgen import LoadResult, run_point, run_rate, run_replay
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.measure.telemetry import GpuSampler, local_gpu_spec
 from helpers.run.records import (

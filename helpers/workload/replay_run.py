@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from helpers.core.errors import EngineError
+from helpers.measure.guidellm_setup import configure_guidellm
 from helpers.measure.loadgen import (
     LoadResult,
     RequestRecord,
     _backend_spec,
     _check_answers,
-    _configure_guidellm,
     request_records,
     summarize,
 )
@@ -84,7 +84,7 @@ async def run_data(
     a conversation's next turn after its idle gap; with it, ``concurrency`` streams send as fast as
     they are answered.
     """
-    _configure_guidellm()
+    configure_guidellm()
     # guidellm reads its log level at import and pulls in torch: imported when a load runs
     from guidellm.benchmark.entrypoints import benchmark_generative_text
 
