@@ -224,10 +224,13 @@ async def search(run: EngineRun) -> CapacitySummary | None:
 def _trials_meet_sla(run: EngineRun, done: list[Point]) -> bool:
     """Whether the trials, on average, hold the SLA (the representative's own test) and each one kept up."""
     ttft = [p.ttft_ms_p95 for p in done if p.ttft_ms_p95 is not None]
-    sla = run.cfg.sla
-    errors_ok = all(p.errors <= sla.max_error_share * (p.requests + p.errors) for p in done)
-    kept_up = all(Probe.model_validate(p.probe).sustained for p in done if p.probe)
-    return bool(ttft) and sum(ttft) / len(ttft) <= sla.ttft_p95_ms and errors_ok and kept_up
+    return bool(ttft) and sum(ttft) / len(ttft) <= run.cfg.sla.ttft_p95_ms and all(_kept_up(run, p) for p in done)
+
+
+def _kept_up(run: EngineRun, p: Point) -> bool:
+    """Whether one trial kept up with its load (sustained) within the SLA's error share."""
+    errors_ok = p.errors <= run.cfg.sla.max_error_share * (p.requests + p.errors)
+    return errors_ok and (not p.probe or Probe.model_validate(p.probe).sustained)
 
 
 async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, notes: list[str]) -> list[Point] | None:
@@ -259,6 +262,8 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
         else:
             run.steps.kept(run.spec.label, "trial", tag)
         done.append(stored)
+        if not _kept_up(run, stored):  # every trial must keep up: this round already fails, step down now
+            break
         stop, why = enough_trials([p.output_tok_s for p in done], t.target_rel_ci, t.min_trials, t.max_trials)
         if stop:
             notes.append(why)
@@ -304,9 +309,8 @@ async def measure_evidence(run: EngineRun) -> bool:
     cap = await search(run)
     if cap is None:
         return False
-    ok = await trials(run, cap)
-    run.result.capacity = cap
-    return ok
+    run.result.capacity = cap  # the trials complete it in place
+    return await trials(run, cap)
 
 
 def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary | None:

@@ -88,3 +88,30 @@ def test_multi_turn_lead_reads_the_structured_replays_of_both_engines():
     assert r["seed says"] == "~30% ahead of vLLM (seed 000 §5.2)" and r["measured here"] == "SGLang +30%"
     assert r["basis"].startswith("1,300 / 1,000 output tok/s on the same multi-turn replay")
     assert "prompt tokens from cache 72% / 70%" in r["basis"]
+
+
+def _variant(base, label: str, knobs: dict, factor: float):
+    v = copy.deepcopy(base)
+    v.label = label
+    for p in v.points:
+        p.knobs = {**p.knobs, **knobs}
+        p.output_tok_s *= factor
+    return v
+
+
+def test_fp8_and_speculative_rows_compare_each_variant_with_its_own_baseline():
+    """A variant is paired only with the configuration whose knobs differ by that knob alone."""
+    base = results(VLLM)[0]
+    for p in base.points:
+        p.knobs = {"max_model_len": 4096}
+    df = claims_table([base])
+    assert row(df, "FP8 weights")["measured here"] == "not measured in this run"
+    fp8 = _variant(base, "fp8", {"quantization": "fp8"}, 1.5)
+    spec = _variant(base, "ngram", {"speculative": {"method": "ngram", "num_tokens": 4}}, 2.0)
+    other = _variant(base, "fp8 other length", {"quantization": "fp8", "max_model_len": 2048}, 9.0)
+    df = claims_table([base, fp8, spec, other])
+    levels = sorted(p.concurrency for p in base.points if p.phase == "sweep")
+    got = row(df, "FP8 weights")["measured here"]
+    assert got == "fp8: " + ", ".join(f"1.50× at c={c}" for c in levels)  # not "fp8 other length": no baseline
+    assert row(df, "Speculative decoding")["measured here"].startswith(f"ngram: 2.00× at c={levels[0]}")
+    assert "ngram ÷" in row(df, "Speculative decoding")["basis"]
