@@ -1,12 +1,12 @@
-"""Step 5's decision evidence for one running engine: its SLA capacity, then repeated trials at it.
+"""Step 5's decision evidence for one running engine: its SLA capacity search (trials: ``benchmark.trials``).
 
-After the grid, ``measure_evidence`` searches the highest sustained load at which the SLA holds
-(``helpers.benchmark.capacity``, open-loop Poisson arrivals by default) and then repeats trials at that
-load until the 95% interval of throughput is within ``evidence.trials.target_rel_ci`` of the mean, or
-the trial cap is reached. Every probe and trial is a ``Point`` saved as it finishes (phases ``search``
-and ``trial``): a re-run resumes the search from its probes and keeps finished trials. The prefix cache
-is reset before each trial where the engine has an endpoint for it, unless the workload shares
-prefixes (then caching is what is measured). Warm-up requests open each trial and are left out.
+After the grid, ``search`` finds the highest sustained load at which the SLA holds
+(``helpers.benchmark.capacity``, open-loop Poisson arrivals by default); ``helpers.benchmark.trials``
+then repeats trials at that load. Every probe and trial is a ``Point`` saved as it finishes (phases
+``search`` and ``trial``): a re-run resumes the search from its probes and keeps finished trials, and
+``rejudged_capacity`` judges stored probes again without an engine. The prefix cache is reset before
+each trial where the engine has an endpoint for it, unless the workload shares prefixes (then caching
+is what is measured). Warm-up requests open each trial and are left out.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import httpx
 
 from helpers.benchmark.capacity import CapacitySearch, Measurement, Probe, judge, measurement_from_load
 from helpers.benchmark.sla import meets_sla
-from helpers.benchmark.stats import enough_trials
 from helpers.core.text import label_slug
 from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
 
@@ -219,98 +218,6 @@ async def search(run: EngineRun) -> CapacitySummary | None:
         note=found.note,
         probes=[p.model_dump(mode="json") for p in found.probes],
     )
-
-
-def _trials_meet_sla(run: EngineRun, done: list[Point]) -> bool:
-    """Whether the trials, on average, hold the SLA (the representative's own test) and each one kept up."""
-    ttft = [p.ttft_ms_p95 for p in done if p.ttft_ms_p95 is not None]
-    return bool(ttft) and sum(ttft) / len(ttft) <= run.cfg.sla.ttft_p95_ms and all(_kept_up(run, p) for p in done)
-
-
-def _kept_up(run: EngineRun, p: Point) -> bool:
-    """Whether one trial kept up with its load (sustained) within the SLA's error share."""
-    errors_ok = p.errors <= run.cfg.sla.max_error_share * (p.requests + p.errors)
-    return errors_ok and (not p.probe or Probe.model_validate(p.probe).sustained)
-
-
-async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, notes: list[str]) -> list[Point] | None:
-    """Trials at ``load`` until the throughput interval is tight enough; None if the engine died."""
-    t, s = run.cfg.evidence.trials, run.cfg.evidence.search
-    done: list[Point] = []
-    for i in range(t.max_trials):
-        tag = f"t{i}" if round_ == 0 else f"s{round_}-t{i}"
-        stored = run.stored_point("trial", tag)
-        if stored is None or stored.offered_rate not in (None, load):
-            run.steps.begin(
-                run.spec.label, "trial", tag, f"trial {i + 1}" + (f" (step down {round_})" if round_ else "")
-            )
-            if reset and (why := reset_prefix_cache(run)):
-                notes.append(why)
-                reset = False
-            n = probe_requests(run, load, latency_estimate(run.result.points))
-            got = await run.measure_load(phase="trial", load=load, tag=tag, requests=n, warmup=t.warmup_requests)
-            if got is None:
-                return None
-            stored, res, queue = got
-            m = measurement_from_load(res, load=load, axis=run.cfg.evidence.search.axis, queue_samples=queue or None)
-            sent = res.requests + res.errors + res.incomplete
-            probe = judge(sustained_view(m, stored, sent), run.cfg.sla, s.min_sustained_ratio, s.max_client_lag_ms)
-            stored.probe, stored.verdict = probe.model_dump(mode="json"), probe.why
-            stored.trial = i
-            run.save(stored, tag=tag)
-            run.steps.end(run.spec.label, "trial", tag)
-        else:
-            run.steps.kept(run.spec.label, "trial", tag)
-        done.append(stored)
-        if not _kept_up(run, stored):  # every trial must keep up: this round already fails, step down now
-            break
-        stop, why = enough_trials([p.output_tok_s for p in done], t.target_rel_ci, t.min_trials, t.max_trials)
-        if stop:
-            notes.append(why)
-            break
-    run.steps.drop(run.spec.label, "trial")  # the interval was tight before the trial cap: the rest is not needed
-    return done
-
-
-async def trials(run: EngineRun, cap: CapacitySummary, max_steps_down: int = 2) -> bool:
-    """Repeated trials at the capacity; False if the engine died.
-
-    A single probe decided the capacity, so the trials confirm it: when they miss the SLA on average,
-    the load steps down by the search's tolerance and the trials are repeated there (at most
-    ``max_steps_down`` times); the trials that stand are the last ones, and the note says so.
-    """
-    load = cap.capacity
-    if load is None:
-        cap.trials_note = "no load met the SLA: nothing to repeat"
-        run.steps.drop(run.spec.label, "trial")
-        return True
-    reset, notes = resets_cache(run), []
-    for round_ in range(max_steps_down + 1):
-        done = await _trials_at(run, load, round_, reset, notes)
-        if done is None:
-            return False
-        if _trials_meet_sla(run, done) or round_ == max_steps_down:
-            break
-        notes.append(f"trials at {load:.4g} missed the SLA on average or fell behind: stepped down")
-        for p in done:
-            p.phase = "search"  # kept as evidence of the edge, no longer the representative's trials
-            run.save(p, tag=f"{p.offered_rate or p.concurrency:.5g}-trial{p.trial}")
-        run.result.points.extend(done)
-        load = load * (1 - cap.tolerance) if cap.axis == "rate" else max(1.0, load - 1)
-    run.result.points.extend(done)
-    cap.trial_load = load
-    cache = "prefix cache reset before each trial" if reset else "prefix cache kept between trials"
-    cap.trials_note = "; ".join([f"{len(done)} trial(s) at {load:.4g}, {cache}", *dict.fromkeys(notes)])
-    return True
-
-
-async def measure_evidence(run: EngineRun) -> bool:
-    """Search the capacity and repeat trials at it; record it on the result. False if the engine died."""
-    cap = await search(run)
-    if cap is None:
-        return False
-    run.result.capacity = cap  # the trials complete it in place
-    return await trials(run, cap)
 
 
 def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary | None:

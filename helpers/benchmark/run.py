@@ -18,13 +18,14 @@ from pathlib import Path
 
 import httpx
 
-from helpers.benchmark.evidence import measure_evidence, rebuild_from_points
+from helpers.benchmark.evidence import rebuild_from_points
 from helpers.benchmark.plan import StepProgress, planned_points
 from helpers.benchmark.points import first_request, point_from, prepare_dataset
 from helpers.benchmark.quality_phase import measure_quality, quality_pending
 from helpers.benchmark.roofline import point_bound
 from helpers.benchmark.speculative import spec_decode_stats
 from helpers.benchmark.structured_phase import lengths_replay, measure_structured
+from helpers.benchmark.trials import measure_evidence
 from helpers.benchmark.tuning import tune
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import EngineError

@@ -166,6 +166,12 @@ class CapacitySearch(_Strict):
         default=100.0, gt=0, description="The client's p95 send lag above this: the load was not delivered."
     )
     retries: int = Field(default=1, ge=0, description="Times a load the client delivered late is measured again.")
+    trial_margin: float = Field(
+        default=0.1,
+        ge=0,
+        lt=1,
+        description="The capacity's probe passed within this share of the TTFT limit: trials start one step below.",
+    )
 
 
 class Trials(_Strict):
