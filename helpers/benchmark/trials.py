@@ -66,7 +66,8 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
     for i in range(t.max_trials):
         tag = f"t{i}" if round_ == 0 else f"s{round_}-t{i}"
         stored = run.stored_point("trial", tag)
-        if stored is None or stored.offered_rate not in (None, load):
+        other_streams = s.axis == "concurrency" and stored is not None and stored.concurrency != int(load)
+        if stored is None or stored.offered_rate not in (None, load) or other_streams:  # kept only at this load
             run.steps.begin(
                 run.spec.label, "trial", tag, f"trial {i + 1}" + (f" (step down {round_})" if round_ else "")
             )
@@ -101,9 +102,11 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
 async def trials(run: EngineRun, cap: CapacitySummary, max_steps_down: int = 2) -> bool:
     """Repeated trials at the capacity; False if the engine died.
 
-    A single probe decided the capacity, so the trials confirm it: when they miss the SLA on average,
-    the load steps down by the search's tolerance and the trials are repeated there (at most
-    ``max_steps_down`` times); the trials that stand are the last ones, and the note says so.
+    A single probe decided the capacity, so the trials confirm it: when they miss the SLA on average or
+    one falls behind, the load steps down by the search's tolerance (one stream on the concurrency axis)
+    and the trials are repeated there (at most ``max_steps_down`` times); the trials that stand are the
+    last ones, and the note says so. They start one step below the capacity when its probe passed
+    close to the TTFT limit (``close_pass``).
     """
     load = cap.capacity
     if load is None:
