@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from helpers.benchmark.speculative import speedups
 from helpers.core.registry import Registry
 from helpers.engines import ENGINES
 from helpers.run.records import EngineResult, Point
@@ -239,13 +240,13 @@ def _speedup(knob: str, what: str) -> Check:
     def check(results: list[EngineResult]) -> Measured | None:
         values, bases, cut = [], [], []
         for v, b in _variant_pairs(results, knob):
-            common = sorted(set(_sweep(v)) & set(_sweep(b)))
-            pairs = [(c, _sweep(v)[c], _sweep(b)[c]) for c in common if _sweep(b)[c].output_tok_s]
+            sv, sb = _sweep(v), _sweep(b)
+            tok_s = {key: {c: p.output_tok_s for c, p in pts.items()} for key, pts in (("variant", sv), ("base", sb))}
+            ratio = speedups(tok_s, "base")["variant"]
+            pairs = [(c, sv[c], sb[c]) for c in sorted(sv) if ratio[c] is not None]
             if not pairs:
                 continue
-            values.append(
-                f"{v.label}: " + ", ".join(f"{pv.output_tok_s / pb.output_tok_s:.2f}× at c={c}" for c, pv, pb in pairs)
-            )
+            values.append(f"{v.label}: " + ", ".join(f"{ratio[c]:.2f}× at c={c}" for c, _, _ in pairs))
             bases.append(
                 f"output tok/s of {v.label} ÷ {b.label} ({what}): "
                 + ", ".join(f"{pv.output_tok_s:,.0f} / {pb.output_tok_s:,.0f}" for _, pv, pb in pairs)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from helpers.benchmark.capacity import Probe, judge, measurement_from_load
 from helpers.benchmark.evidence import (
     latency_estimate,
+    load_of,
     probe_requests,
     reset_prefix_cache,
     resets_cache,
@@ -66,8 +67,7 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
     for i in range(t.max_trials):
         tag = f"t{i}" if round_ == 0 else f"s{round_}-t{i}"
         stored = run.stored_point("trial", tag)
-        other_streams = s.axis == "concurrency" and stored is not None and stored.concurrency != int(load)
-        if stored is None or stored.offered_rate not in (None, load) or other_streams:  # kept only at this load
+        if stored is None or load_of(stored, s.axis) != load:  # a stored trial is kept only at this load
             run.steps.begin(
                 run.spec.label, "trial", tag, f"trial {i + 1}" + (f" (step down {round_})" if round_ else "")
             )

@@ -25,11 +25,12 @@ to whoever watches it (``playbook run``'s watchdog, ``helpers.run.processes``).
 """
 
 
-def configure_guidellm() -> None:
+def configure_guidellm() -> str:
     """Quiet guidellm's console logging (and the bars of the ``datasets`` it reads prompts with); size its workers.
 
     The log level is read by guidellm when it is first imported, so it is set through its
     environment variable before that import (reconfiguring its logger later hangs its workers).
+    Returns the multiprocessing context guidellm's workers start from.
     """
     level = os.environ.get("PLAYBOOK_GUIDELLM_LOG_LEVEL", "WARNING")
     os.environ.setdefault("GUIDELLM__LOGGING__CONSOLE_LOG_LEVEL", level)
@@ -43,6 +44,7 @@ def configure_guidellm() -> None:
     settings.mp_context_type = os.environ.get("PLAYBOOK_GUIDELLM_MP_CONTEXT", "forkserver")  # type: ignore[assignment]
     if settings.mp_context_type == "forkserver":
         multiprocessing.set_forkserver_preload(list(WORKER_PRELOAD))
+    return settings.mp_context_type
 
 
 _warming: threading.Thread | None = None
@@ -63,14 +65,11 @@ def prewarm() -> None:
 
 def _warm() -> None:
     try:
-        configure_guidellm()
+        context = configure_guidellm()
         # guidellm pulls in torch: imported here, in the background, only when a run measures
         import guidellm.benchmark.entrypoints  # noqa: F401
 
-        # guidellm's settings object, read after configure_guidellm set it
-        from guidellm.settings import settings
-
-        if settings.mp_context_type == "forkserver":
+        if context == "forkserver":
             forkserver.ensure_running()
     except Exception:  # noqa: BLE001 - the load that follows imports the same and reports the failure
         pass
