@@ -29,6 +29,11 @@ SGLang 0.5.16 is installed on the GPU host only: there, ``--config playbook/work
 ``sglang`` (as on the CPU development machine, e.g. under ``make bench``) the script says so and
 stops; ``--print-command`` prints the engine's and ``sglang.bench_serving``'s command lines without
 starting anything, anywhere. ``sglang`` is imported only in those subprocesses.
+
+Measured (H200, SGLang 0.5.16, Llama-3.1-8B shape with dummy weights, the defaults; 2026-12-02,
+``reports/h200-20261202-bench-sglang``): ours / theirs 0.993, 0.995 and 1.069 in the three rounds
+the 400 s limit allowed, median 0.995, with equal median latencies; each round took about 84 s,
+mostly ``sglang.bench_serving`` importing SGLang.
 """
 
 from __future__ import annotations

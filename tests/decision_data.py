@@ -1,4 +1,10 @@
-"""Shared test data for the cost, decision and risk tests: the recorded H200 fixtures and configs."""
+"""Shared test data for the cost, decision and risk tests: the recorded H200 fixtures and configs.
+
+The fixtures hold grid (sweep) points only, as the H200 probes recorded them. A grid point never stands
+for a configuration (``helpers.benchmark.sla.representative``), so ``results()`` gives each measured
+result synthetic fixed-load trials derived from its recorded figures (``with_fixed_trials``);
+``recorded()`` gives the fixtures exactly as measured.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,9 @@ import copy
 import re
 from pathlib import Path
 
-from helpers.core.config import PlaybookConfig, parse_config
-from helpers.run.records import EngineResult
+from helpers.benchmark.sla import meets_sla
+from helpers.core.config import SLA, PlaybookConfig, parse_config
+from helpers.run.records import CapacitySummary, EngineResult
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "decision"
 VLLM, SGLANG, TRT, TRT_FAILED = (
@@ -25,13 +32,62 @@ FILES = {
 ENGINE_OF = {VLLM: "vllm", SGLANG: "sglang", TRT: "trtllm", TRT_FAILED: "trtllm"}
 
 
-def results(*labels: str) -> list[EngineResult]:
-    """The recorded results of ``labels`` (all four when none are given)."""
+TRIAL_SPREAD = (0.99, 1.00, 1.01)
+"""Factors on the recorded throughputs of the synthetic trials: a mean equal to the recorded figure, ±2.5% CI."""
+
+
+def recorded(*labels: str) -> list[EngineResult]:
+    """The recorded results of ``labels`` (all four when none are given), grid points only, as measured."""
     return [EngineResult.model_validate_json((FIXTURES / FILES[x]).read_text()) for x in labels or FILES]
 
 
+def trial_level(result: EngineResult, sla: SLA | None = None) -> int | None:
+    """The synthetic trials' concurrency: the highest-throughput sweep point within ``sla``, else the lowest level."""
+    sweep = [p for p in result.points if p.phase == "sweep" and p.requests > 0]
+    if not sweep:
+        return None
+    ok = [p for p in sweep if meets_sla(p, sla or SLA())]
+    return max(ok, key=lambda p: p.output_tok_s).concurrency if ok else min(p.concurrency for p in sweep)
+
+
+def with_fixed_trials(result: EngineResult, sla: SLA | None = None) -> EngineResult:
+    """A copy of ``result`` with fixed-load trials, as a run with ``evidence.search.enabled: false`` records them.
+
+    SYNTHETIC evidence derived from recorded figures, not measured: the trials are copies of the recorded
+    sweep point at ``trial_level`` (``phase="trial"``, ``trial=i``, its requests) whose throughputs are
+    multiplied by ``TRIAL_SPREAD`` (latencies as recorded), so their mean is the recorded figure with a
+    small 95% interval. A result without sweep points (failed) is returned unchanged.
+    """
+    r = copy.deepcopy(result)
+    c = trial_level(r, sla)
+    if c is None:
+        return r
+    base = next(p for p in r.points if p.phase == "sweep" and p.concurrency == c)
+    for i, f in enumerate(TRIAL_SPREAD):
+        t = base.model_copy(deep=True, update={"phase": "trial", "trial": i})
+        t.output_tok_s, t.total_tok_s, t.req_s = base.output_tok_s * f, base.total_tok_s * f, base.req_s * f
+        r.points.append(t)
+    r.capacity = CapacitySummary(
+        axis="concurrency",
+        searched=False,
+        trial_load=float(c),
+        tolerance=0.05,
+        note="test: fixed-load trials built from the recorded grid point",
+        trials_note=f"{len(TRIAL_SPREAD)} trial(s) at {c} streams (synthetic, from the recorded sweep point)",
+    )
+    return r
+
+
+def results(*labels: str) -> list[EngineResult]:
+    """The recorded results of ``labels`` (all four when none are given), each with synthetic fixed-load trials."""
+    return [with_fixed_trials(r) for r in recorded(*labels)]
+
+
 def scaled(result: EngineResult, factor: float, label: str | None = None) -> EngineResult:
-    """A copy of ``result`` whose throughputs are multiplied by ``factor`` (optionally relabelled)."""
+    """A copy of ``result`` whose throughputs (every point, trials included) are multiplied by ``factor``.
+
+    Optionally relabelled.
+    """
     r = copy.deepcopy(result)
     if label:
         r.label = label

@@ -1,6 +1,7 @@
 """Every output names the same representative measurement per engine configuration.
 
-The run folder is filled with the recorded H200 70B FP8 results (vLLM and SGLang), the steps' compute
+The run folder is filled with the recorded H200 70B FP8 results (vLLM and SGLang, with synthetic fixed-load
+trials built from their recorded figures: ``decision_data.with_fixed_trials``), the steps' compute
 functions run on it as the notebooks call them, and the summary, the decision, the rollout baseline,
 the review and the reports index must all point at what ``helpers.benchmark.sla.representative`` chose.
 """
@@ -15,6 +16,7 @@ from helpers.decision.compute import decide
 from helpers.report.index import archived_runs, index_html
 from helpers.review.compare import snapshot
 from helpers.rollout.choice import choose
+from helpers.rollout.rollback import measured_baseline
 from helpers.run.folder import RunFolder
 from helpers.run.records import save_engine_result
 from helpers.run.summary import read_summary, write_summary
@@ -40,10 +42,14 @@ def test_summary_decision_rollout_review_and_index_agree(tmp_path):
     folder.save(decision)
     write_summary(run_dir, c)
 
-    want = {label: rep.key for label, rep in representatives(rs, c).items()}
+    reps = representatives(rs, c)
+    want = {label: rep.key for label, rep in reps.items()}
     assert len(set(want.values())) == 2
-    # the archived 70B run's trap: concurrency 100 is outside the 2 s SLA, so it must not represent
-    assert all(":c100:" not in k for k in want.values())
+    # the trials stand for each configuration, never a grid point (the archived 70B run's concurrency 100
+    # point, outside the 2 s SLA, was the trap of the grid rule)
+    for r in rs:
+        assert (reps[r.label].source, reps[r.label].concurrency) == ("fixed", int(r.capacity.trial_load))
+        assert reps[r.label].requests == sum(p.requests for p in r.points if p.phase == "trial")
 
     assert {b.label: b.representative for b in cost.best} == want
     assert {f.label: f.representative for f in cost.fleet} == want
@@ -53,7 +59,10 @@ def test_summary_decision_rollout_review_and_index_agree(tmp_path):
     assert {e.label: e.representative for e in snapshot(summary).engines} == want
     chosen = choose(c, decision, rs)
     assert chosen.representative.key == want[decision.primary]
-    assert chosen.point is not None and chosen.point.concurrency == chosen.representative.concurrency
+    baseline = measured_baseline(chosen)  # the rollout's baseline is that representative, nothing else
+    rep = chosen.representative
+    assert (baseline.output_tok_s, baseline.concurrency) == (rep.output_tok_s.mean, rep.concurrency)
+    assert baseline.basis == rep.basis
     page = index_html(archived_runs(run_dir.parent))
     for label, rep in representatives(rs, c).items():
         assert f"{label} (" in page and f"{rep.output_tok_s.text()} out tok/s at concurrency {rep.concurrency}" in page

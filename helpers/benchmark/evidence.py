@@ -13,17 +13,29 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 
 from helpers.benchmark.capacity import CapacitySearch, Measurement, Probe, judge, measurement_from_load
 from helpers.benchmark.sla import meets_sla
+from helpers.core.config import PlaybookConfig
 from helpers.core.text import label_slug
 from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
 
 if TYPE_CHECKING:
     from helpers.benchmark.run import EngineRun
+
+
+def load_axis(cfg: PlaybookConfig) -> Literal["rate", "concurrency"]:
+    """The axis of the probes and trials: the search's, or closed-loop concurrency when the search is disabled."""
+    return cfg.evidence.search.axis if cfg.evidence.search.enabled else "concurrency"
+
+
+def fixed_concurrency(cfg: PlaybookConfig) -> int:
+    """Streams of the fixed-load trials (search disabled): configured, else the target or top sweep level."""
+    wl = cfg.workload
+    return cfg.evidence.trials.fixed_concurrency or wl.target_concurrency or max(wl.concurrency)
 
 
 LATENCY_SPANS = 3.0
@@ -39,7 +51,7 @@ def probe_requests(run: EngineRun, load: float, latency_s: float | None = None) 
     """
     s = run.cfg.evidence.search
     seconds = max(s.probe_seconds, LATENCY_SPANS * (latency_s or 0.0))
-    want = load * seconds if s.axis == "rate" else load * max(2, seconds / 5)
+    want = load * seconds if load_axis(run.cfg) == "rate" else load * max(2, seconds / 5)
     return int(min(s.max_requests, max(s.min_requests, math.ceil(want))))
 
 
@@ -304,4 +316,25 @@ def rebuild_from_points(run: EngineRun) -> EngineResult:
     run.result = result
     if run.cfg.evidence.search.enabled:
         result.capacity = rejudged_capacity(result, run)
+    elif result.capacity is None:  # a cut run: its fixed-load trials were saved one by one
+        result.capacity = fixed_load_summary(result, run.cfg)
     return result
+
+
+def fixed_load_summary(result: EngineResult, cfg: PlaybookConfig) -> CapacitySummary | None:
+    """The record of fixed-load trials (search disabled), from the trials stored at that load; None without any.
+
+    A fixed load is the user's choice, not a capacity: ``capacity`` stays None and ``searched`` False.
+    """
+    load = float(fixed_concurrency(cfg))
+    kept = [p for p in result.points if p.phase == "trial" and p.requests > 0 and float(p.concurrency) == load]
+    if not kept:
+        return None
+    return CapacitySummary(
+        axis="concurrency",
+        searched=False,
+        tolerance=cfg.evidence.search.tolerance,
+        note=f"search disabled: trials at a fixed {load:g} streams (a load, not a capacity)",
+        trial_load=load,
+        trials_note=f"{len(kept)} trial(s) at {load:g} streams",
+    )

@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from helpers.benchmark.evidence import load_axis
 from helpers.benchmark.structured_phase import lengths_replay, structured_workloads
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import PlaybookError
@@ -99,7 +100,7 @@ def point_seconds(cfg: PlaybookConfig, concurrency: int) -> float:
 def probe_seconds(cfg: PlaybookConfig) -> float:
     """Expected seconds of a capacity probe or a trial: about ``probe_seconds`` of arrivals, then the last answers."""
     s = cfg.evidence.search
-    if s.axis == "rate":
+    if load_axis(cfg) == "rate":
         return load_seconds(cfg, s.probe_seconds + request_seconds(cfg))
     return load_seconds(cfg, max(2.0, s.probe_seconds / 5) * request_seconds(cfg))
 
@@ -151,9 +152,10 @@ def engine_units(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path | None = N
     if lengths_replay(cfg):
         units.append(unit("replay", 0, "trace replay", replay_seconds(cfg)))
     units += [unit("structured", w, f"{w} replay", structured_seconds(cfg, w)) for w in structured_workloads(cfg)]
+    probe = probe_seconds(cfg)
     if ev.search.enabled:
-        probe = probe_seconds(cfg)
         units += [unit("probe", i, f"capacity probe {i + 1}", probe) for i in range(ev.search.max_probes)]
+    if ev.trials.enabled:
         units += [unit("trial", f"t{i}", f"trial {i + 1}", probe) for i in range(ev.trials.max_trials)]
     target = target_concurrency(cfg)
     for seqs in tuned_values(spec, cfg, run_dir):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from helpers.benchmark.evidence import rebuild_from_points
+from helpers.benchmark.evidence import load_axis, rebuild_from_points
 from helpers.benchmark.plan import StepProgress, planned_points
 from helpers.benchmark.points import first_request, point_from, prepare_dataset
 from helpers.benchmark.quality_phase import measure_quality, quality_pending
@@ -33,7 +33,7 @@ from helpers.core.paths import repo_relative
 from helpers.core.secrets import known_secrets, redact
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
-from helpers.launchers.server import ServerHandle, free_port
+from helpers.launchers.server import ServerHandle, start_on_a_free_port
 from helpers.measure.guidellm_setup import prewarm
 from helpers.measure.loadgen import LoadResult, run_point, run_rate, run_replay
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
@@ -105,14 +105,18 @@ class EngineRun:
         self.adapter.prepare(spec, self.cfg.model)
         spec = self.adapter.benchmark_spec(spec)
         t0 = time.monotonic()
-        port = free_port()
-        cmd, _env = self.launcher.build(self.adapter, spec, self.cfg.model, port, self.run_dir)
-        if not tag:
-            self.result.command = [repo_relative(redact(x, self.secrets)) for x in cmd]
-        self.say(f"{spec.label}: launching ({self.launcher.kind})")
-        prewarm()  # the load generator's imports, while the engine starts
-        self.handle = self.launcher.start(self.adapter, spec, self.cfg.model, port, self.run_dir, self.log_path(tag))
-        ready = self.handle.wait_healthy(spec.startup_timeout_s)
+
+        def start(port: int) -> ServerHandle:
+            cmd, _env = self.launcher.build(self.adapter, spec, self.cfg.model, port, self.run_dir)
+            if not tag:
+                self.result.command = [repo_relative(redact(x, self.secrets)) for x in cmd]
+            self.say(f"{spec.label}: launching ({self.launcher.kind})")
+            prewarm()  # the load generator's imports, while the engine starts
+            log = self.log_path(tag)
+            self.handle = self.launcher.start(self.adapter, spec, self.cfg.model, port, self.run_dir, log)
+            return self.handle
+
+        ready = start_on_a_free_port(start, self.whole_log, spec.startup_timeout_s, self.say)
         log_text = self.whole_log()
         problem = self.adapter.startup_problem(log_text)
         if problem:
@@ -141,9 +145,12 @@ class EngineRun:
         secs = self.result.gpu_seconds
         secs[phase] = round(secs.get(phase, 0.0) + time.monotonic() - since, 1)
 
-    def stored_point(self, phase: str, tag: str) -> Point | None:
-        """A point of this configuration measured earlier in this run folder (resume), if any."""
-        return load_point(point_path(self.run_dir, self.spec.label, phase, 0, tag))
+    def stored_point(self, phase: str, tag: str, concurrency: int = 0) -> Point | None:
+        """A point of this configuration measured earlier in this run folder (resume), if any.
+
+        ``concurrency``: the point's own (its file is named by it; 0 for an open-loop load).
+        """
+        return load_point(point_path(self.run_dir, self.spec.label, phase, concurrency, tag))
 
     def stored_points(self, phase: str) -> list[Point]:
         """Every stored point of ``phase`` (e.g. the probes of an interrupted capacity search)."""
@@ -164,7 +171,7 @@ class EngineRun:
         ``/metrics``; None if the engine died.
         """
         assert self.handle is not None
-        axis, t0 = self.cfg.evidence.search.axis, time.monotonic()
+        axis, t0 = load_axis(self.cfg), time.monotonic()
         dataset = prepare_dataset(self.cfg, self.run_dir, f"{phase}-{tag}", n=requests + warmup)
         common = dict(
             base_url=self.handle.base_url,
@@ -325,7 +332,8 @@ class EngineRun:
     def _stored(self) -> EngineResult | None:
         """The stored result of an earlier, complete attempt in this run folder (resume), if any."""
         prev = load_engine_result(self.run_dir, self.spec.label)
-        if prev is None or prev.status != "ok" or (self.cfg.evidence.search.enabled and prev.capacity is None):
+        evidence = self.cfg.evidence.search.enabled or self.cfg.evidence.trials.enabled
+        if prev is None or prev.status != "ok" or (evidence and prev.capacity is None):
             return None
         return (
             prev
@@ -359,7 +367,7 @@ class EngineRun:
                 self.result.points.append(p)
             if not await measure_structured(self):
                 return self.result
-            if self.cfg.evidence.search.enabled and not await measure_evidence(self):
+            if not await measure_evidence(self):
                 return self.result
         except (EngineError, ValueError, OSError) as err:
             self.fail(str(err))

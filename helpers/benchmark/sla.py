@@ -5,10 +5,11 @@ review and the reports index all ask it.
 
 * ``meets_sla(point, sla)``: requests completed, at most ``sla.max_error_share`` of them failed, TTFT
   p95 within ``sla.ttft_p95_ms`` and, when set, ITL p95 within ``sla.itl_p95_ms``.
-* ``representative(result, cfg)``: when the configuration has a measured SLA capacity (the capacity
-  search and its repeated trials), the trials at that capacity stand for it; otherwise (runs made
-  before the search existed, or a configuration whose search could not run) the highest-throughput
-  grid point that meets the SLA, else the point closest to meeting it, flagged as missing the SLA.
+* ``representative(result, cfg)``: the repeated trials stand for a configuration, as means with 95%
+  intervals: the trials at its measured SLA capacity, or, with the search disabled, the trials at a
+  fixed load (``helpers.benchmark.trials``). No grid point ever does: a grid point is one sample of
+  closed-loop waves, so a configuration without trials (a run made before trials existed, an engine
+  that died first, trials disabled) has nothing standing for it (``source="none"``) and decides nothing.
 """
 
 from __future__ import annotations
@@ -45,30 +46,6 @@ def sla_text(sla: SLA) -> str:
     return ", ".join(parts)
 
 
-def _figure(value: float | None) -> Figure | None:
-    return None if value is None else Figure(mean=float(value))
-
-
-def from_point(result: EngineResult, point: Point, met: bool, basis: str) -> Representative:
-    """A representative made of one grid point."""
-    return Representative(
-        label=result.label,
-        engine=result.engine,
-        source="grid",
-        meets_sla=met,
-        phase=point.phase,
-        concurrency=point.concurrency,
-        request_rate=_figure(point.req_s),
-        output_tok_s=_figure(point.output_tok_s),
-        total_tok_s=_figure(point.total_tok_s),
-        ttft_ms_p95=_figure(point.ttft_ms_p95),
-        itl_ms_p95=_figure(point.itl_ms_p95),
-        requests=point.requests,
-        knobs=dict(point.knobs),
-        basis=basis,
-    )
-
-
 def grid_points(result: EngineResult) -> list[Point]:
     """The configuration's grid points (sweep and tuning), in measured order."""
     return [p for p in result.points if p.phase in GRID_PHASES and p.requests > 0]
@@ -88,10 +65,14 @@ def _estimate(values: list[float | None]) -> Figure | None:
 
 
 def from_trials(result: EngineResult, cfg: PlaybookConfig) -> Representative | None:
-    """The trials at the measured SLA capacity as one representative (means with 95% intervals)."""
+    """The trials at the measured SLA capacity, or at the fixed load, as one representative (95% intervals)."""
     cap = result.capacity
-    trials = trial_points(result)
-    if cap is None or cap.trial_load is None or not trials:
+    if cap is None or cap.trial_load is None:
+        return None
+    # only the trials at the trial load stand: a run folder rebuilt from its points may hold an earlier attempt's
+    at = (lambda p: p.offered_rate) if cap.axis == "rate" else (lambda p: float(p.concurrency))
+    trials = [p for p in trial_points(result) if at(p) == cap.trial_load]
+    if not trials:
         return None
     ttft = _estimate([p.ttft_ms_p95 for p in trials])
     itl = _estimate([p.itl_ms_p95 for p in trials])
@@ -102,10 +83,11 @@ def from_trials(result: EngineResult, cfg: PlaybookConfig) -> Representative | N
         and not (cfg.sla.itl_p95_ms is not None and itl is not None and itl.mean > cfg.sla.itl_p95_ms)
     )
     unit = "req/s" if cap.axis == "rate" else "concurrent streams"
+    where = "the SLA capacity" if cap.searched else "a fixed load (search disabled: not a capacity)"
     return Representative(
         label=result.label,
         engine=result.engine,
-        source="capacity",
+        source="capacity" if cap.searched else "fixed",
         meets_sla=met,
         phase="trial",
         concurrency=int(cap.trial_load) if cap.axis == "concurrency" else None,
@@ -116,7 +98,7 @@ def from_trials(result: EngineResult, cfg: PlaybookConfig) -> Representative | N
         itl_ms_p95=itl,
         requests=sum(p.requests for p in trials),
         knobs=dict(trials[0].knobs),
-        basis=f"{len(trials)} trial(s) at the SLA capacity, {cap.trial_load:.3g} {unit} ({cap.note})",
+        basis=f"{len(trials)} trial(s) at {where}, {cap.trial_load:.3g} {unit} ({cap.note})",
     )
 
 
@@ -125,18 +107,13 @@ def representative(result: EngineResult, cfg: PlaybookConfig) -> Representative:
     measured = from_trials(result, cfg)
     if measured is not None:
         return measured
-    points = grid_points(result)
-    if not points:
-        return Representative(
-            label=result.label, engine=result.engine, source="none", meets_sla=False, basis="no measured point"
-        )
-    ok = [p for p in points if meets_sla(p, cfg.sla)]
-    if ok:
-        best = max(ok, key=lambda p: (p.output_tok_s, -p.concurrency))
-        basis = f"highest output throughput among the {len(ok)} of {len(points)} grid points that meet the SLA"
-        return from_point(result, best, True, basis)
-    closest = min(points, key=lambda p: (p.ttft_ms_p95 if p.ttft_ms_p95 is not None else float("inf"), p.concurrency))
-    return from_point(result, closest, False, f"no grid point meets the SLA ({sla_text(cfg.sla)}); closest shown")
+    if not grid_points(result):
+        why = "no measured point"
+    elif result.capacity is not None and result.capacity.searched and result.capacity.capacity is None:
+        why = f"no load met the SLA ({sla_text(cfg.sla)}): nothing to repeat"
+    else:
+        why = "no repeated trials (grid points only: a single sample never stands for a configuration)"
+    return Representative(label=result.label, engine=result.engine, source="none", meets_sla=False, basis=why)
 
 
 def representatives(results: list[EngineResult], cfg: PlaybookConfig) -> dict[str, Representative]:

@@ -6,7 +6,9 @@ repeats loads at the capacity until the 95% interval of throughput is within
 capacity, so the trials confirm it: a round whose trials miss the SLA on average, or one of whose
 trials falls behind (the round stops there), steps the load down by the search's tolerance (one
 stream on the concurrency axis). A probe that passed within ``evidence.search.trial_margin`` of the
-TTFT limit is a coin toss for the trials' average, so the trials start one step below it.
+TTFT limit is a coin toss for the trials' average, so the trials start one step below it. With the
+search disabled, ``fixed_load_trials`` repeats closed-loop trials at one fixed number of streams instead:
+no single grid point ever stands for a configuration.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from typing import TYPE_CHECKING
 
 from helpers.benchmark.capacity import Probe, judge, measurement_from_load
 from helpers.benchmark.evidence import (
+    fixed_concurrency,
     latency_estimate,
+    load_axis,
     load_of,
     probe_requests,
     reset_prefix_cache,
@@ -60,14 +64,20 @@ def _kept_up(run: EngineRun, p: Point) -> bool:
     return errors_ok and (not p.probe or Probe.model_validate(p.probe).sustained)
 
 
-async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, notes: list[str]) -> list[Point] | None:
-    """Trials at ``load`` until the throughput interval is tight enough; None if the engine died."""
+async def _trials_at(
+    run: EngineRun, load: float, round_: int, reset: bool, notes: list[str], stepping: bool = True
+) -> list[Point] | None:
+    """Trials at ``load`` until the throughput interval is tight enough; None if the engine died.
+
+    ``stepping``: a round that can step down stops at its first trial that falls behind; a fixed load
+    cannot, so its trials go on (each one that fell behind is marked, and the average misses the SLA).
+    """
     t, s = run.cfg.evidence.trials, run.cfg.evidence.search
     done: list[Point] = []
     for i in range(t.max_trials):
         tag = f"t{i}" if round_ == 0 else f"s{round_}-t{i}"
-        stored = run.stored_point("trial", tag)
-        if stored is None or load_of(stored, s.axis) != load:  # a stored trial is kept only at this load
+        stored = run.stored_point("trial", tag, int(load) if load_axis(run.cfg) == "concurrency" else 0)
+        if stored is None or load_of(stored, load_axis(run.cfg)) != load:  # a stored trial is kept only at this load
             run.steps.begin(
                 run.spec.label, "trial", tag, f"trial {i + 1}" + (f" (step down {round_})" if round_ else "")
             )
@@ -79,7 +89,7 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
             if got is None:
                 return None
             stored, res, queue = got
-            m = measurement_from_load(res, load=load, axis=run.cfg.evidence.search.axis, queue_samples=queue or None)
+            m = measurement_from_load(res, load=load, axis=load_axis(run.cfg), queue_samples=queue or None)
             sent = res.requests + res.errors + res.incomplete
             probe = judge(sustained_view(m, stored, sent), run.cfg.sla, s.min_sustained_ratio, s.max_client_lag_ms)
             stored.probe, stored.verdict = probe.model_dump(mode="json"), probe.why
@@ -89,7 +99,7 @@ async def _trials_at(run: EngineRun, load: float, round_: int, reset: bool, note
         else:
             run.steps.kept(run.spec.label, "trial", tag)
         done.append(stored)
-        if not _kept_up(run, stored):  # every trial must keep up: this round already fails, step down now
+        if stepping and not _kept_up(run, stored):  # every trial must keep up: this round fails, step down now
             break
         stop, why = enough_trials([p.output_tok_s for p in done], t.target_rel_ci, t.min_trials, t.max_trials)
         if stop:
@@ -109,6 +119,10 @@ async def trials(run: EngineRun, cap: CapacitySummary, max_steps_down: int = 2) 
     close to the TTFT limit (``close_pass``).
     """
     load = cap.capacity
+    if not run.cfg.evidence.trials.enabled:
+        cap.trials_note = "trials disabled (evidence.trials.enabled: false): nothing stands for this configuration"
+        run.steps.drop(run.spec.label, "trial")
+        return True
     if load is None:
         cap.trials_note = "no load met the SLA: nothing to repeat"
         run.steps.drop(run.spec.label, "trial")
@@ -136,8 +150,39 @@ async def trials(run: EngineRun, cap: CapacitySummary, max_steps_down: int = 2) 
     return True
 
 
+async def fixed_load_trials(run: EngineRun) -> bool:
+    """Search disabled: repeated trials at one fixed number of streams, recorded as a load, not a capacity.
+
+    The load is the user's (``fixed_concurrency``), so it is not stepped down: trials that miss the SLA
+    stand as missing it. False if the engine died.
+    """
+    load = float(fixed_concurrency(run.cfg))
+    cap = CapacitySummary(
+        axis="concurrency",
+        searched=False,
+        tolerance=run.cfg.evidence.search.tolerance,
+        note=f"search disabled: trials at a fixed {load:g} streams (a load, not a capacity)",
+    )
+    run.result.capacity = cap
+    reset, notes = resets_cache(run), []
+    done = await _trials_at(run, load, 0, reset, notes, stepping=False)
+    if done is None:
+        return False
+    run.result.points.extend(done)
+    cap.trial_load = load
+    cache = "prefix cache reset before each trial" if reset else "prefix cache kept between trials"
+    cap.trials_note = "; ".join([f"{len(done)} trial(s) at {load:g} streams, {cache}", *dict.fromkeys(notes)])
+    return True
+
+
 async def measure_evidence(run: EngineRun) -> bool:
-    """Search the capacity and repeat trials at it; record it on the result. False if the engine died."""
+    """Search the capacity and repeat trials at it; record it on the result. False if the engine died.
+
+    With the search disabled: trials at a fixed load (``fixed_load_trials``); with trials disabled too,
+    nothing.
+    """
+    if not run.cfg.evidence.search.enabled:
+        return await fixed_load_trials(run) if run.cfg.evidence.trials.enabled else True
     cap = await search(run)
     if cap is None:
         return False

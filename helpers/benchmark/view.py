@@ -288,6 +288,7 @@ def evidence_table(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataF
             {
                 "engine config": r.label,
                 "SLA capacity": "–" if cap is None or cap.capacity is None else f"{cap.capacity:.3g}",
+                "fixed load": f"{cap.trial_load:g} streams" if cap and not cap.searched and cap.trial_load else "–",
                 "bracket": "–" if cap is None or cap.bracket_low is None else
                 f"{cap.bracket_low:.3g} – {cap.bracket_high:.3g}" if cap.bracket_high else f"≥ {cap.bracket_low:.3g}",
                 "search": cap.note if cap else "not searched",
@@ -307,21 +308,27 @@ def evidence_table(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataF
 def show_evidence(ctx: Context, results: list[EngineResult]) -> None:
     """The decision evidence: capacity search curves, the capacities with intervals, engine time by phase."""
     if not any(r.capacity for r in results):
-        say("No SLA capacity search ran (evidence.search.enabled is false): the grid point stands for each "
-            "configuration, a single sample with no interval.", "warn")  # fmt: skip
+        say("No repeated trials ran (evidence.trials.enabled is false, or no engine got that far): nothing stands "
+            "for any configuration, so no measurement decides. Grid points are single samples and never do.",
+            "warn")  # fmt: skip
         return
-    show_table(evidence_table(results, ctx.cfg), f"Decision evidence: SLA capacity ({sla_text(ctx.cfg.sla)}) and "
-               "repeated trials at it; percentiles from too few requests to bound them are marked (MLPerf LoadGen "
-               "early-stopping counts, 99% confidence)")  # fmt: skip
+    if not ctx.cfg.evidence.search.enabled:
+        say("The capacity search is disabled (evidence.search.enabled is false): each configuration is measured "
+            "by repeated trials at one fixed load, so the comparison is of throughput at that load, not of SLA "
+            "capacity, and the fleet sized from it is an upper bound.", "note")  # fmt: skip
+    show_table(evidence_table(results, ctx.cfg), f"Decision evidence: SLA capacity ({sla_text(ctx.cfg.sla)}) or a "
+               "fixed load, and the repeated trials there; percentiles from too few requests to bound them are "
+               "marked (MLPerf LoadGen early-stopping counts, 99% confidence)")  # fmt: skip
     for r in results:
         fig = plots.capacity_curve(r, ctx.cfg.sla.ttft_p95_ms)
         if fig is not None:
             show_figure(fig)
     reps = [(r.label, representative(r, ctx.cfg)) for r in results]
     bars = [(label, rep.output_tok_s.mean, rep.output_tok_s.low, rep.output_tok_s.high)
-            for label, rep in reps if rep.source == "capacity" and rep.output_tok_s]  # fmt: skip
+            for label, rep in reps if rep.source in ("capacity", "fixed") and rep.output_tok_s]  # fmt: skip
     if bars:
-        show_figure(plots.capacity_bars(bars, "output tok/s at the SLA capacity (95% CI)"))
+        where = "the SLA capacity" if ctx.cfg.evidence.search.enabled else "the fixed load"
+        show_figure(plots.capacity_bars(bars, f"output tok/s at {where} (95% CI)"))
     minutes = pd.DataFrame(
         [{"engine config": r.label, **{k: round(v / 60, 2) for k, v in r.gpu_seconds.items()}} for r in results]
     )

@@ -177,6 +177,11 @@ class CapacitySearch(_Strict):
 class Trials(_Strict):
     """Repeated trials at the capacity: every figure that enters a comparison carries a 95% interval."""
 
+    enabled: bool = Field(
+        default=True,
+        description="Run the trials; false (tests of other phases only): no configuration has a measurement "
+        "that stands for it, and nothing is decided by measurement.",
+    )
     min_trials: int = Field(default=3, ge=1, description="Trials at least (3 for an interval worth the name).")
     max_trials: PositiveInt = Field(default=6, description="Trials at most.")
     target_rel_ci: float = Field(
@@ -186,6 +191,11 @@ class Trials(_Strict):
     reset_prefix_cache: bool | None = Field(
         default=None,
         description="Reset the engine's prefix cache before each trial; None: unless the workload shares prefixes.",
+    )
+    fixed_concurrency: PositiveInt | None = Field(
+        default=None,
+        description="Streams of the trials when the search is disabled (a fixed load, not a capacity); "
+        "default: workload.target_concurrency, else the highest sweep level.",
     )
 
     @model_validator(mode="after")

@@ -292,6 +292,7 @@ def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: Any
                 "status": r.status,
                 "meets_sla": b["meets_sla"],
                 "representative": b["representative"],
+                "source": b["source"],
                 "request_rate": _num(b["request_rate"]),
                 "demand_requests_per_s": demand["requests_per_s"],
                 "replicas_low": low if replicas is not None else None,

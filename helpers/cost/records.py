@@ -54,7 +54,10 @@ class PricedRepresentative(PricedPoint):
     output_tok_s_high: float | None = None
     request_rate_low: float | None = None
     request_rate_high: float | None = None
-    source: str = Field(default="grid", description="capacity (search + trials) or grid (one grid point).")
+    source: str = Field(
+        default="grid",
+        description="capacity (search + trials), fixed (trials at a fixed load) or grid (a schema-1 archive's point).",
+    )
 
 
 class FleetRow(_Row):
@@ -66,6 +69,7 @@ class FleetRow(_Row):
     status: str = ""
     meets_sla: bool = False
     representative: str = Field(default="", description="Identity of the representative measurement sized from.")
+    source: str = Field(default="", description="capacity, fixed or grid: the representative's source.")
     concurrency: int | None = None
     request_rate: float | None = Field(default=None, description="Sustained req/s per replica within the SLA.")
     output_tok_s: float | None = None

@@ -43,7 +43,7 @@ class EvidenceVerdict(BaseModel):
 
 
 def _per_gpu(result: EngineResult, gpus: int) -> list[float]:
-    """Output tok/s per GPU of the configuration's trials (or its one grid figure when it has no trials)."""
+    """Output tok/s per GPU of the configuration's trials (none without trials)."""
     trials = trial_points(result)
     if trials:
         return [p.output_tok_s / gpus for p in trials]
@@ -77,7 +77,9 @@ def compare_best(
         _per_gpu(by_label[a["label"]], a["gpus_per_replica"]),
         _per_gpu(by_label[b["label"]], b["gpus_per_replica"]),
     )
+    fixed = "fixed" in (a.get("source"), b.get("source"))  # trials at a fixed load (search disabled)
     verdict = EvidenceVerdict(
+        metric="output tok/s per GPU at a fixed load (no capacity search)" if fixed else EvidenceVerdict().metric,
         faster=a["label"],
         slower=b["label"],
         faster_mean=a["output_tok_s"] / a["gpus_per_replica"],
@@ -119,8 +121,9 @@ def compare_best(
         )
         return verdict
     verdict.decided_by = "measurement"
+    where = "their trials' loads, not searched SLA capacities" if fixed else "their SLA capacities"
     verdict.text = (
         f"`{a['label']}` serves {c.rel_diff_pct:+.1f}% [{c.rel_low_pct:+.1f}%, {c.rel_high_pct:+.1f}%] more "
-        f"output per GPU than `{b['label']}` at their SLA capacities ({n}, 95% interval): the measurement decides."
+        f"output per GPU than `{b['label']}` at {where} ({n}, 95% interval): the measurement decides."
     )
     return verdict

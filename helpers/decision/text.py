@@ -107,7 +107,7 @@ def _pick(scores: list[EngineScore], tree_family: str, warnings: list[str]):
 def _evidence(fleet: pd.DataFrame, scores: list[EngineScore], sla: float) -> list[dict[str, Any]]:
     """Collect the rounded measured numbers per configuration (what the sentences quote)."""
     total = {s.label: s.total for s in scores}
-    keep = ["label", "representative", "family", "status", "concurrency", "request_rate", "output_tok_s",
+    keep = ["label", "representative", "source", "family", "status", "concurrency", "request_rate", "output_tok_s",
             "ttft_ms_p95", "sla_share",
             "usd_per_mtok_output", "priced_as", "price_per_hour", "demand_output_tok_s", "demand_concurrency",
             "gpus", "gpu_monthly_usd", "ops_monthly_usd", "tco_monthly_usd", "build_s"]  # fmt: skip
@@ -123,6 +123,8 @@ def _load(row: dict[str, Any]) -> str:
     """Where a configuration's figure was measured: at its SLA capacity (req/s) or at a concurrency."""
     if row.get("concurrency") is None and row.get("request_rate") is not None:
         return f"in its trials at the SLA capacity ({_f('request_rate', row['request_rate'])} req/s served)"
+    if row.get("source") == "fixed":
+        return f"in its trials at a fixed concurrency of {_f('concurrency', row['concurrency'])}"
     return f"at concurrency {_f('concurrency', row['concurrency'])}"
 
 
@@ -195,10 +197,14 @@ def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineSc
             f"ops hours partly assumed); {boundary}."
         )
     else:
+        conc = _f("concurrency", p["concurrency"]) if p.get("concurrency") is not None else None
         if p.get("request_rate") is not None and p.get("concurrency") is None:
             edge = f"that is its SLA capacity, {_f('request_rate', p['request_rate'])} req/s per replica"
+        elif p.get("source") == "fixed":
+            edge = f"that was measured at a fixed {conc} streams, not at a searched SLA capacity"
+        elif p.get("source") == "capacity":
+            edge = f"that is its SLA capacity, {conc} concurrent streams per replica"
         else:
-            conc = _f("concurrency", p["concurrency"])
             edge = (
                 f"above concurrency {conc} its TTFT p95 broke the {sla} ms SLA"
                 if (p["sla_share"] or 0) < 1

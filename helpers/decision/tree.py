@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from helpers.benchmark.sla import representative
 from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
 from helpers.decision.evidence import EvidenceVerdict
@@ -334,11 +335,12 @@ def score_engines(
     key, basis = (
         ("tco_monthly_usd", "monthly TCO at the profiled peak")
         if sized
-        else ("usd_per_mtok_output", "$/M output tokens at the tuned point")
+        else ("usd_per_mtok_output", "$/M output tokens at the measurement that stands for it")
     )
     any_sla = any(r["meets_sla"] for r in rows.values())
     costs = [r[key] for r in rows.values() if r["meets_sla"] and pd.notna(r[key])]
     best_cost = min(costs) if costs else None
+    basis_of = {r.label: representative(r, cfg).basis for r in results}
     items = [(r.label, r.engine, r.status) for r in results] or [
         (e.label, e.engine, "not measured") for e in cfg.engines
     ]
@@ -349,7 +351,7 @@ def score_engines(
         row = rows.get(label)
         why = ""
         if row is None:
-            why = f"status {status}: no measured point" if status != "not measured" else "not measured"
+            why = "not measured" if status == "not measured" else f"status {status}: {basis_of.get(label, 'no result')}"
         elif status in ("failed", "skipped"):
             why = f"status {status}"
         elif label in failed_gate:

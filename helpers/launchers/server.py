@@ -42,6 +42,40 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+PORT_TAKEN = "Address already in use"
+"""What an engine's log says when its port was taken between ``free_port`` and the engine binding it.
+
+Seen in a batch on a local Ray cluster: the engine binds its port some 20 s after ``free_port`` freed
+it, and the other cells and Ray's own workers take ports meanwhile.
+"""
+
+
+def start_on_a_free_port(
+    start: Callable[[int], ServerHandle],
+    log_text: Callable[[], str],
+    timeout_s: float,
+    say: Callable[[str], None] | None = None,
+    attempts: int = 3,
+) -> float:
+    """Start an engine on a free port (``start(port)``) and wait until healthy; seconds to healthy.
+
+    An engine that exits because its port was taken (``PORT_TAKEN`` in ``log_text()``) is started again
+    on another free port, at most ``attempts`` times in all; any other failure is raised at once.
+    """
+    for attempt in range(attempts):
+        port = free_port()
+        handle = start(port)
+        try:
+            return handle.wait_healthy(timeout_s)
+        except EngineError:
+            if attempt + 1 == attempts or PORT_TAKEN not in log_text():
+                raise
+            handle.stop()
+            if say is not None:
+                say(f"port {port} was taken before the engine bound it: starting it again on another port")
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 

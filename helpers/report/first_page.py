@@ -74,7 +74,9 @@ def _deciding_rows(summary: RunSummary) -> list[tuple[str, str, str, str]]:
             continue
         rate = rep.request_rate.text("{:,.2f}") + " req/s" if rep.request_rate else "–"
         usd = f"${e.usd_per_mtok_output:,.3f} per M output tokens" if e.usd_per_mtok_output is not None else "–"
-        what = "SLA capacity, trials" if rep.source == "capacity" else f"grid point, concurrency {rep.concurrency}"
+        what = {"capacity": "SLA capacity, trials", "fixed": f"trials at a fixed {rep.concurrency} streams"}.get(
+            rep.source, f"archived point, concurrency {rep.concurrency}"
+        )
         rows.append(
             (e.label, f"{rep.output_tok_s.text()} output tok/s; {rate}", usd, f"{what}; {rep.requests} requests")
         )
@@ -93,8 +95,10 @@ def _not_measured(summary: RunSummary) -> list[str]:
     for e in summary.engines:
         if e.status in ("failed", "skipped", "partial"):
             out.append(f"{e.label}: {e.status} ({e.reason or 'no reason recorded'}).")
+        elif e.representative is not None and e.representative.source == "fixed":
+            out.append(f"{e.label}: no SLA capacity search; trials at a fixed load stand for it.")
         elif e.representative is not None and e.representative.source != "capacity":
-            out.append(f"{e.label}: no SLA capacity with repeated trials; a single grid point stands for it.")
+            out.append(f"{e.label}: no repeated trials; nothing measured stands for it ({e.representative.basis}).")
     return out
 
 

@@ -42,7 +42,7 @@ def engine_text(e: EngineSummary) -> str:
     rep = e.representative
     if rep is None or rep.output_tok_s is None:
         return f"{head}: {e.status or 'not measured'}"
-    if rep.source == "grid":
+    if rep.source in ("grid", "fixed"):
         at = f"concurrency {rep.concurrency}"
     else:
         at = f"{rep.request_rate.mean:.2f} req/s" if rep.request_rate else "its SLA capacity"

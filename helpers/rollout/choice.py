@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from helpers.benchmark.sla import Representative, grid_points, representative
+from helpers.benchmark.sla import Representative, representative
 from helpers.core.config import EngineSpec, Knobs, PlaybookConfig
 from helpers.core.errors import PlaybookError
 from helpers.engines import EngineAdapter, get_engine
-from helpers.run.records import EngineResult, Point
+from helpers.run.records import EngineResult
 
 if TYPE_CHECKING:
     from helpers.decision.tree import DecisionResult
@@ -34,7 +34,6 @@ class Chosen:
     workload: str
     served_name: str
     result: EngineResult | None = None
-    point: Point | None = None
     representative: Representative | None = None
     tuned_applied: dict[str, Any] = field(default_factory=dict)
     backup: str | None = None
@@ -83,22 +82,6 @@ def _find_spec(cfg: PlaybookConfig, decision: DecisionResult) -> EngineSpec:
     )
 
 
-def _baseline(result: EngineResult | None, cfg: PlaybookConfig) -> tuple[Representative | None, Point | None]:
-    """The configuration's representative measurement (``helpers.benchmark.sla``) and its grid point, if any."""
-    if result is None:
-        return None, None
-    rep = representative(result, cfg)
-    point = next(
-        (
-            p
-            for p in grid_points(result)
-            if rep.source == "grid" and (p.phase, p.concurrency, p.knobs) == (rep.phase, rep.concurrency, rep.knobs)
-        ),
-        None,
-    )
-    return rep, point
-
-
 def choose(cfg: PlaybookConfig, decision: DecisionResult, results: list[EngineResult]) -> Chosen:
     """The decision's primary configuration, ready to deploy, with its measured result and tuned point."""
     spec = _find_spec(cfg, decision)
@@ -110,12 +93,12 @@ def choose(cfg: PlaybookConfig, decision: DecisionResult, results: list[EngineRe
         )
     result = next((r for r in results if r.label == spec.label), None)
     tuned, applied = apply_tuned(spec, result.tuned_knobs if result else None)
-    rep, point = _baseline(result, cfg)
+    rep = representative(result, cfg) if result is not None else None
     notes: list[str] = []
     if rep is not None and rep.source != "none" and not rep.meets_sla:
         notes.append(
-            f"No measured point of {spec.label!r} met the SLA (TTFT p95 ≤ {cfg.sla.ttft_p95_ms:g} ms): the baseline "
-            "below is its representative point, and the pilot should start with less load per replica."
+            f"The trials that stand for {spec.label!r} missed the SLA (TTFT p95 ≤ {cfg.sla.ttft_p95_ms:g} ms): the "
+            "baseline below is that measurement, and the pilot should start with less load per replica."
         )
     if spec.placeholder_weights:
         notes.append(
@@ -132,7 +115,6 @@ def choose(cfg: PlaybookConfig, decision: DecisionResult, results: list[EngineRe
         workload=cfg.name,
         served_name=adapter.served_model_name(cfg.model),
         result=result,
-        point=point,
         representative=rep,
         tuned_applied=applied,
         backup=decision.backup,

@@ -85,7 +85,7 @@ def _mean(figure: object) -> float | None:
 
 
 def measured_baseline(chosen: Chosen) -> Baseline:
-    """The chosen configuration's representative measurement (or its grid point) as a per-replica baseline."""
+    """The chosen configuration's representative measurement as a per-replica baseline (none without trials)."""
     rep = chosen.representative
     if rep is not None and rep.source != "none":
         return Baseline(
@@ -96,11 +96,7 @@ def measured_baseline(chosen: Chosen) -> Baseline:
             meets_sla=rep.meets_sla,
             basis=rep.basis,
         )
-    p = chosen.point
-    if p is None:
-        return Baseline(basis="no measured point")
-    return Baseline(output_tok_s=p.output_tok_s, concurrency=p.concurrency, request_rate=p.req_s,
-                    ttft_ms_p95=p.ttft_ms_p95, meets_sla=bool(p.sla_met), basis=f"{p.phase} point")  # fmt: skip
+    return Baseline(basis=rep.basis if rep is not None else "no measured result")
 
 
 def criteria_for(cfg: PlaybookConfig, chosen: Chosen) -> RollbackCriteria:

@@ -85,9 +85,7 @@ def fleet_sizing(cost: dict[str, Any] | None, label: str) -> FleetSizing:
 
 def _baseline_concurrency(chosen: Chosen) -> int | None:
     rep = chosen.representative
-    if rep is not None and rep.concurrency:
-        return int(rep.concurrency)
-    return chosen.point.concurrency if chosen.point is not None else None
+    return int(rep.concurrency) if rep is not None and rep.concurrency else None
 
 
 def policy(

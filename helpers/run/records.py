@@ -186,8 +186,9 @@ class Representative(_Record):
 
     label: str
     engine: str
-    source: Literal["capacity", "grid", "none"] = Field(
-        description="capacity: trials at the measured SLA capacity; grid: a grid point; none: nothing measured."
+    source: Literal["capacity", "fixed", "grid", "none"] = Field(
+        description="capacity: trials at the measured SLA capacity; fixed: trials at a fixed load (search "
+        "disabled); grid: the point a schema-1 archive compared at; none: no repeated trials."
     )
     meets_sla: bool
     phase: str | None = None
@@ -206,6 +207,8 @@ class Representative(_Record):
         """A short identity used to check that every output names the same measurement."""
         if self.source == "capacity" and self.request_rate is not None:
             return f"{self.label}@{self.request_rate.mean:.3f}req/s"
+        if self.source == "fixed":
+            return f"{self.label}@fixed:c{self.concurrency}"
         return f"{self.label}@{self.phase}:c{self.concurrency}:{knob_text(self.knobs)}"
 
 
@@ -213,6 +216,9 @@ class CapacitySummary(_Record):
     """The SLA capacity search of one configuration (``helpers.benchmark.capacity``) and its trials."""
 
     axis: Literal["rate", "concurrency"] = "rate"
+    searched: bool = Field(
+        default=True, description="False: the search was disabled and the trials ran at a fixed load (no capacity)."
+    )
     capacity: float | None = Field(default=None, description="Highest load that met the SLA and was sustained.")
     bracket_low: float | None = None
     bracket_high: float | None = None

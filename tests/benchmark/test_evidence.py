@@ -163,3 +163,31 @@ def test_on_the_concurrency_axis_the_search_starts_where_the_grid_crosses_the_sl
     # nothing past the SLA: the busiest level within; nothing within: the lowest level
     assert start_load(EngineResult(label="x", engine="vllm", points=[pt(1, 900), pt(4, 1268)]), run) == 4.0
     assert start_load(EngineResult(label="x", engine="vllm", points=[pt(2, 2500), pt(4, 3000)]), run) == 2.0
+
+
+def test_without_the_search_the_trials_run_at_a_fixed_number_of_streams(fake_engine, tmp_path, monkeypatch):
+    """Search disabled: closed-loop trials at ``fixed_concurrency`` stand for the configuration, as a load."""
+    monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
+    cfg = config(tmp_path)
+    cfg.evidence.search.enabled, cfg.evidence.search.min_requests = False, 8
+    cfg.evidence.trials.fixed_concurrency = 2
+    run_dir = tmp_path / "run"
+    (result,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    assert result.status == "ok", result.reason
+    cap, trials = result.capacity, [p for p in result.points if p.phase == "trial"]
+    assert (cap.axis, cap.searched, cap.capacity, cap.trial_load, cap.probes) == ("concurrency", False, None, 2.0, [])
+    assert not any(p.phase == "search" for p in result.points)  # no probe: nothing was searched
+    assert len(trials) == 3 and {p.concurrency for p in trials} == {2} and [p.trial for p in trials] == [0, 1, 2]
+    assert all(p.offered_rate is None and p.warmup_requests == 2 for p in trials)  # closed loop, warmed up
+    assert cap.trials_note.startswith("3 trial(s) at 2 streams")
+    rep = representative(result, cfg)
+    assert (rep.source, rep.concurrency, rep.requests) == ("fixed", 2, sum(p.requests for p in trials))
+    assert rep.output_tok_s.n == 3 and rep.output_tok_s.low <= rep.output_tok_s.mean <= rep.output_tok_s.high
+
+    # a run cut after its trials (no engine row saved) keeps them: nothing is measured again
+    stored = {p.name: p.stat().st_mtime_ns for p in (run_dir / "points").rglob("*.json")}
+    for row in (run_dir / "engines").glob("*.json"):
+        row.unlink()
+    (again,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    assert again.capacity.trial_load == 2.0 and representative(again, cfg).key == rep.key
+    assert {p.name: p.stat().st_mtime_ns for p in (run_dir / "points").rglob("*.json")} == stored

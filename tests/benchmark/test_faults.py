@@ -65,7 +65,8 @@ def config(engines: list[dict]):
                 "requests_per_point": 4,
                 "max_seconds_per_point": 60,
             },
-            "evidence": {"search": {"enabled": False}},  # failures, not evidence, are tested here
+            # failures, not evidence, are tested here: no search, no trials
+            "evidence": {"search": {"enabled": False}, "trials": {"enabled": False}},
         }
     )
 

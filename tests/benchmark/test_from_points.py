@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from decision_data import VLLM, lmdeploy_random_cfg, results
 
 from helpers.benchmark.evidence import rebuild_from_points
 from helpers.benchmark.run import EngineRun
+from helpers.benchmark.sla import representative
 from helpers.run.records import save_point
 
 LMDEPLOY_LOG = (
@@ -41,3 +43,32 @@ def test_a_cut_run_is_rebuilt_from_its_points_and_its_engine_log(tmp_path):
     run_b = EngineRun(spec.model_copy(update={"label": "other"}), cfg, tmp_path)
     other = rebuild_from_points(run_b)
     assert other.status == "skipped" and other.points == [] and other.kv_capacity_tokens is None
+
+
+def test_a_cut_run_without_the_search_keeps_its_fixed_load_trials(tmp_path):
+    """Search disabled: the trials saved one by one are the record of the fixed load (not a capacity)."""
+    cfg = lmdeploy_random_cfg(
+        evidence={"search": {"enabled": False}, "trials": {"fixed_concurrency": 8}}, workload={"concurrency": [1, 8]}
+    )
+    spec, recorded_point = cfg.engines[0], results(VLLM)[0].points[1]
+
+    def stored(c: int, phase: str, tag: str = "", trial: int | None = None, factor: float = 1.0) -> None:
+        p = copy.deepcopy(recorded_point)
+        p.label, p.engine, p.concurrency, p.phase, p.trial = spec.label, "lmdeploy", c, phase, trial
+        p.output_tok_s *= factor
+        save_point(tmp_path, p, tag)
+
+    for c in (1, 8):
+        stored(c, "sweep")
+    for i, f in enumerate((0.98, 1.0, 1.02)):
+        stored(8, "trial", f"t{i}", i, f)
+    stored(4, "trial", "t3", 3, 5.0)  # an earlier attempt's trial at another load: not one of these
+    run = EngineRun(spec, cfg, tmp_path)
+    got = rebuild_from_points(run)
+    cap = got.capacity
+    assert got.status == "partial" and (cap.searched, cap.capacity, cap.trial_load) == (False, None, 8.0)
+    assert cap.trials_note == "3 trial(s) at 8 streams"
+    rep = representative(got, cfg)
+    assert (rep.source, rep.concurrency, rep.output_tok_s.n) == ("fixed", 8, 3)
+    assert rep.output_tok_s.mean == pytest.approx(recorded_point.output_tok_s)
+    assert rep.requests == 3 * recorded_point.requests

@@ -20,18 +20,18 @@ ENGINE = {
 }
 
 
-def config(engines=("a",), tune=None, search=False, replay_trace: Path | None = None, **workload):
+def config(engines=("a",), tune=None, search=False, trials=False, replay_trace: Path | None = None, **workload):
+    """A config of ``engines``; without ``search`` and ``trials``, a sweep only (no evidence phase at all)."""
     wl = {"input_tokens": 64, "output_tokens": 20, "concurrency": [1, 8], "requests_per_point": 24}
     wl.update(workload)
     if replay_trace is not None:
         wl["source"] = {"kind": "trace", "path": str(replay_trace), "format": "csv"}
         wl["replay"] = {"requests": 12, "time_scale": 0.5}
     specs = [dict(ENGINE, label=label, **({"tune_max_num_seqs": tune} if tune else {})) for label in engines]
-    evidence = (
-        {"search": {"max_probes": 5, "probe_seconds": 4}, "trials": {"min_trials": 3, "max_trials": 4}}
-        if search
-        else {"search": {"enabled": False}}
-    )
+    evidence = {
+        "search": {"max_probes": 5, "probe_seconds": 4} if search else {"enabled": False},
+        "trials": {"min_trials": 3, "max_trials": 4} if search or trials else {"enabled": False},
+    }
     return parse_config(
         {"name": "plan", "model": {"path": "tiny-llama"}, "engines": specs, "workload": wl, "evidence": evidence}
     )
@@ -73,6 +73,17 @@ def test_the_search_plans_its_most_probes_and_trials():
     probe = next(u for u in units if u.kind == "probe")
     request = plan.PRIOR_TTFT_S + 20 * plan.PRIOR_ITL_S
     assert probe.expected_s == pytest.approx(plan.LOAD_OVERHEAD_S + 4 + request)  # probe_seconds of arrivals
+
+
+def test_search_disabled_plans_the_fixed_load_trials_and_no_probe():
+    cfg = config(trials=True)  # search disabled, trials enabled: trials at a fixed number of streams
+    units = plan.plan_units(cfg)
+    assert kinds(units) == {"cold": 1, "sweep": 2, "trial": 4} and "probe" not in kinds(units)
+    trial = next(u for u in units if u.kind == "trial")
+    request = plan.PRIOR_TTFT_S + 20 * plan.PRIOR_ITL_S
+    assert trial.expected_s == pytest.approx(plan.LOAD_OVERHEAD_S + 4 * request)  # closed loop: 20 s / 5 waves
+    off = kinds(plan.plan_units(config()))  # trials disabled too: neither probes nor trials
+    assert off == {"cold": 1, "sweep": 2} and "trial" not in off and "probe" not in off
 
 
 def test_tuning_plans_a_cold_start_and_a_point_per_value_the_sweep_has_not_measured():

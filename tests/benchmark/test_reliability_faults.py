@@ -54,7 +54,7 @@ def config_dict(engines: list[dict], concurrency=(2,), max_seconds: float = 60, 
         "name": "reliability",
         "model": {"path": "tiny-llama"},
         "engines": engines,
-        "evidence": {"search": {"enabled": False}},
+        "evidence": {"search": {"enabled": False}, "trials": {"enabled": False}},  # faults, not evidence
         "quality": {"enabled": False},
         "workload": {
             "input_tokens": 16,

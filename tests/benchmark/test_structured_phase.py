@@ -66,7 +66,7 @@ def config(**workload):
             "model": {"path": "tiny-llama"},
             "engines": [engine],
             "workload": {**wl, **workload},
-            "evidence": {"search": {"enabled": False}},
+            "evidence": {"search": {"enabled": False}, "trials": {"enabled": False}},  # the replays, not evidence
         }
     )
 

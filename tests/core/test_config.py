@@ -118,6 +118,13 @@ def test_negative_sla(tmp_path):
     assert "sla.ttft_p95_ms" in msg
 
 
+def test_zero_fixed_concurrency_names_the_field(tmp_path):
+    msg = bad(tmp_path, lambda d: d.update(evidence={"search": {"enabled": False}, "trials": {"fixed_concurrency": 0}}))
+    assert "evidence.trials.fixed_concurrency" in msg and "greater than 0" in msg
+    trials = parse_config({**GOOD, "evidence": {"trials": {"fixed_concurrency": 3}}}).evidence.trials
+    assert (trials.fixed_concurrency, trials.enabled) == (3, True)  # a positive one is kept; trials on by default
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "absent.yaml")

@@ -34,7 +34,7 @@ def endpoint_config(url: str, key_env: str):
                 }
             ],
             "workload": {"input_tokens": 16, "output_tokens": 4, "concurrency": [2], "requests_per_point": 4},
-            "evidence": {"search": {"enabled": False}},
+            "evidence": {"search": {"enabled": False}, "trials": {"enabled": False}},  # the key, not evidence
         }
     )
 

@@ -2,7 +2,7 @@ import math
 
 import pandas as pd
 import pytest
-from decision_data import SGLANG, TRT, TRT_FAILED, VLLM, cfg, results, scaled
+from decision_data import SGLANG, TRT, TRT_FAILED, VLLM, cfg, recorded, results, scaled, with_fixed_trials
 from matplotlib.figure import Figure
 
 from helpers.core.errors import ConfigError
@@ -63,13 +63,16 @@ def test_price_choice_config_table_cpu_and_unknown():
 
 def test_cost_table_rows_and_formula():
     t = cost_table(results(), cfg())
-    assert len(t) == 13  # 3 engines × 4 points + the failed engine's one row
+    assert len(t) == 22  # 3 engines × (4 sweep points + 3 trials) + the failed engine's one row
+    assert (t["phase"] == "trial").sum() == 9
     failed = t[t["label"] == TRT_FAILED].iloc[0]
     assert failed["status"] == "failed" and pd.isna(failed["usd_per_mtok_output"])
-    row = t[(t["label"] == VLLM) & (t["concurrency"] == 10)].iloc[0]
+    vllm = t[(t["label"] == VLLM) & (t["phase"] == "sweep")]
+    row = vllm[vllm["concurrency"] == 10].iloc[0]
     assert row["usd_per_mtok_output"] == pytest.approx(4.54 / (417.0 * 3600) * 1e6)
     assert row["usd_per_mtok_total"] == pytest.approx(4.54 / (1251.1 * 3600) * 1e6)
-    assert t[t["label"] == VLLM]["within_sla"].tolist() == [True, True, False, False]  # TTFT p95 2,000 ms
+    assert vllm["within_sla"].tolist() == [True, True, False, False]  # TTFT p95 2,000 ms
+    assert len(cost_table(recorded(VLLM), cfg([VLLM]))) == 4  # as recorded: the grid points alone
 
 
 def test_tensor_parallel_multiplies_the_hourly_cost():
@@ -85,10 +88,34 @@ def test_within_sla_rejects_points_with_errors():
     assert within_sla(results(VLLM)[0].points[1], cfg([VLLM]))
 
 
-@pytest.mark.parametrize(("ttft_sla", "expected_conc"), [(2000, 10), (6000, 100), (700, 10), (100, 1)])
-def test_best_point_is_highest_throughput_within_sla(ttft_sla, expected_conc):
-    b = best_points(results(VLLM), cfg([VLLM], sla={"ttft_p95_ms": ttft_sla})).iloc[0]
-    assert b["concurrency"] == expected_conc and b["meets_sla"]
+@pytest.mark.parametrize("ttft_sla", [2000, 6000, 700, 100])
+def test_grid_points_alone_never_stand_for_a_configuration(ttft_sla):
+    """Whatever the SLA lets through, a result with grid points only has no representative to price."""
+    c = cfg([VLLM], sla={"ttft_p95_ms": ttft_sla})
+    grid_only = recorded(VLLM)
+    assert any(within_sla(p, c) for p in grid_only[0].points)  # some grid point meets each SLA here
+    assert best_points(grid_only, c).empty
+    assert fleet_and_tco(grid_only, c, PEAK).empty
+
+
+@pytest.mark.parametrize(
+    ("ttft_sla", "expected_conc", "tok_s"), [(2000, 10, 417.0), (6000, 100, 1974.1), (700, 10, 417.0), (100, 1, 48.3)]
+)
+def test_best_point_is_the_mean_of_the_trials_with_its_interval(ttft_sla, expected_conc, tok_s):
+    c = cfg([VLLM], sla={"ttft_p95_ms": ttft_sla})
+    res = [with_fixed_trials(recorded(VLLM)[0], c.sla)]  # trials at the best level within this SLA
+    b = best_points(res, c).iloc[0]
+    assert (b["source"], b["phase"], b["concurrency"]) == ("fixed", "trial", expected_conc) and b["meets_sla"]
+    assert b["output_tok_s"] == pytest.approx(tok_s)  # the mean of 0.99, 1.00 and 1.01 × the recorded figure
+    assert b["output_tok_s_low"] < tok_s < b["output_tok_s_high"]
+    assert b["representative"] == f"{VLLM}@fixed:c{expected_conc}"
+    assert b["points"] == 4  # the grid points are counted, but none was picked
+
+
+def test_trials_that_miss_the_sla_are_priced_but_flagged():
+    b = best_points(results(VLLM), cfg([VLLM], sla={"ttft_p95_ms": 500})).iloc[0]  # trials at c=10: 663 ms
+    assert b["concurrency"] == 10 and not b["meets_sla"] and not b["within_sla"]
+    assert b["usd_per_mtok_output"] == pytest.approx(cost_per_million(4.54, b["output_tok_s"]))
 
 
 def test_traffic_demand_config_then_measured_trace_never_synthetic():

@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from decision_data import SGLANG, TRT, TRT_FAILED, VLLM, cfg, numbers_in, results, scaled
+from decision_data import SGLANG, TRT, TRT_FAILED, VLLM, cfg, numbers_in, recorded, results, scaled
 
 from helpers.decision.compute import decide
 from helpers.decision.tree import DecisionResult, EngineScore, rank_candidates, run_tree, tree_verdict
@@ -73,6 +73,31 @@ def test_decide_on_recorded_h200_data(case, labels, sections, profile, primary, 
     assert (d.primary, d.backup, d.overruled) == (primary, backup, overruled), case
     measured = {r.label for r in results(*labels) if r.points}
     assert d.primary in measured and (d.backup is None or d.backup in measured)
+
+
+def test_grid_points_alone_decide_nothing():
+    """The fixtures as recorded (sweep points, no trials): nothing stands for them, the tree answers."""
+    d = _decide(recorded(VLLM, SGLANG), {}, {})
+    assert not d.measured and d.primary == "vllm" and d.backup is None and d.evidence == []
+    assert all(not s.measured and not s.eligible for s in d.scores)
+    assert "no eligible configuration was measured" in d.sentences[0]
+    # the faster configuration without trials loses to the one whose trials stand for it, whatever the tree says
+    res = [results(VLLM)[0], scaled(recorded(SGLANG)[0], 1.3)]
+    d = decide(res, cfg([VLLM, SGLANG], cadence=STABLE, workload={"shared_prefix_tokens": 2000}),
+               {"prefix_reuse_ratio": 0.6})  # fmt: skip
+    assert d.tree_family == "sglang" and d.primary == VLLM and d.backup is None
+    assert [e["label"] for e in d.evidence] == [VLLM]
+
+
+def test_fixed_load_trials_are_said_to_be_a_fixed_load_not_a_capacity():
+    d = _decide(results(VLLM, SGLANG), {}, {})  # no peak known: the last sentence names where it was measured
+    assert {e["source"] for e in d.evidence} == {"fixed"}
+    assert "in its trials at a fixed concurrency of 10" in d.sentences[2]
+    assert d.sentences[3].endswith("that was measured at a fixed 10 streams, not at a searched SLA capacity.")
+    d = _decide(results(VLLM, TRT), {"cadence": STABLE}, PEAK)  # +16%, intervals apart: the measurement decides
+    assert d.verdict.decided_by == "measurement" and d.primary == TRT
+    assert "at their trials' loads, not searched SLA capacities" in d.verdict.text
+    assert "at their SLA capacities" not in d.verdict.text
 
 
 def test_measurements_overrule_the_tree_and_say_so():
@@ -298,3 +323,20 @@ def test_tree_step_3_judges_the_achieved_hit_rate_over_the_predictions():
     res = _with_replay(_with_replay(base, VLLM, 0.0, caching=False), SGLANG, None, usage=0.4)
     wl = run_tree(cfg(cadence=STABLE), {"prefix_reuse_ratio": 0.1}, res)[2]
     assert wl.inputs["step5.achieved_prefix_hit_rate"] == 0.4 and wl.condition == "prefix_heavy"
+
+
+def test_a_rate_capacity_without_peak_traffic_is_worded_as_a_request_rate():
+    # trials at an open-loop SLA capacity (rate axis: no concurrency) and no peak traffic: no fleet is sized,
+    # and the cost sentence names the capacity in req/s (this branch once formatted a missing concurrency)
+    res = []
+    for r in results(VLLM, SGLANG):
+        for p in r.points:
+            if p.phase == "trial":
+                p.offered_rate, p.concurrency = 12.5, 0
+        r.capacity = r.capacity.model_copy(update={"axis": "rate", "searched": True, "capacity": 12.5,
+                                                   "trial_load": 12.5})  # fmt: skip
+        res.append(r)
+    d = decide(res, cfg([VLLM, SGLANG], cadence={"updates_per_month": 4}), {})
+    text = " ".join(d.sentences)
+    assert "No peak traffic is known" in text and "that is its SLA capacity" in text and "req/s per replica" in text
+    assert "None" not in text

@@ -54,6 +54,7 @@ def test_twice_the_capacity_wins_whatever_the_assumed_operations_hours():
     busy = {**PROFILE, "peak_requests_per_s": 40.0}
     d = decide([fast, slow], config([("sglang-fast", "sglang"), ("vllm-slow", "vllm")], **sections), busy)
     assert d.verdict.significant and d.verdict.decided_by == "measurement"
+    assert "at their SLA capacities (3 and 3 trials" in d.verdict.text  # searched: capacities, not fixed loads
     assert d.primary == "sglang-fast" and d.backup == "vllm-slow"
     assert d.tree_family == "vllm" and d.contradiction is not None
     assert d.contradiction.startswith("The measurements contradict the seed's decision tree: it points to vLLM")

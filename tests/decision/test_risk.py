@@ -2,7 +2,7 @@ import math
 import re
 
 import pytest
-from decision_data import SGLANG, TRT, VLLM, cfg, results
+from decision_data import SGLANG, TRT, VLLM, cfg, results, scaled
 
 from helpers.core.config import Knobs
 from helpers.core.paths import REPO_ROOT
@@ -96,8 +96,14 @@ def test_migration_plan_reads_the_adapters():
 
 
 def test_migration_to_a_compiled_engine_adds_a_build_pipeline():
-    d, c = _decision([VLLM, TRT], cadence=STABLE)
-    assert (d.primary, d.backup) == (VLLM, TRT)
+    # TensorRT-LLM's fixture is 16% faster, which its trials' intervals resolve: the measurement would make it
+    # primary. At vLLM's throughput it is a tie within noise, the tree (small team) keeps vLLM, TensorRT-LLM backs it
+    c = cfg([VLLM, TRT], cadence=STABLE)
+    vllm, trt = results(VLLM, TRT)
+    even = scaled(trt, vllm.points[1].output_tok_s / trt.points[1].output_tok_s)
+    d = decide([vllm, even], c, {"format": "csv", "peak_requests_per_s": 20, "output_tokens_mean": 256})
+    assert (d.primary, d.backup) == (VLLM, TRT) and d.verdict.decided_by == "tree and operations cost"
+    assert _decision([VLLM, TRT], cadence=STABLE)[0].primary == TRT  # the faster one, by measurement
     plan = migration_plan(d, c)
     assert "build pipeline" in " ".join(plan["effort"]["task"])
     assert plan["changes"].set_index("aspect").loc["options file", "to"] != "(none)"  # trtllm's LLM-API YAML

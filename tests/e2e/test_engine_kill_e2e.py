@@ -35,7 +35,8 @@ def config() -> dict:
     engine = copy.deepcopy(cfg["engines"][0])
     engine.update(label="victim", startup_timeout_s=400)
     engine["knobs"]["dummy_weights"] = True  # the tiny dummy model: the kill is tested, not the weights
-    cfg.update(engines=[engine], evidence={"search": {"enabled": False}}, quality={"enabled": False})
+    no_evidence = {"search": {"enabled": False}, "trials": {"enabled": False}}  # the kill is tested, not evidence
+    cfg.update(engines=[engine], evidence=no_evidence, quality={"enabled": False})
     cfg["model"] = {"path": "tiny-llama", "served_name": "tiny-llama"}
     cfg["workload"].update(concurrency=[4], requests_per_point=16, output_tokens=64, max_seconds_per_point=120)
     return cfg

@@ -5,9 +5,10 @@ smollm2``, fp32, eager): the reference configuration, and the same knobs with n-
 decoding and a chat template that drops the user's question (``--chat-template``, a literal Jinja
 template that only opens the assistant's turn). The benchmark talks to ``/v1/completions``, so the
 broken template does not change the speed figures; only the gate, which asks through
-``/v1/chat/completions``, can see it. One sweep point at concurrency 1 and the first items of the
-evaluation set keep it short. The report must show the gate's numbers and the speculative figures,
-and the broken configuration must be excluded from the recommendation with the gate's reason.
+``/v1/chat/completions``, can see it. One sweep point at concurrency 1, two short trials there (what
+stands for each configuration) and the first items of the evaluation set keep it short. The report
+must show the gate's numbers and the speculative figures, and the broken configuration must be
+excluded from the recommendation with the gate's reason.
 """
 
 import json
@@ -75,7 +76,13 @@ def config() -> dict:
             "requests_per_point": 4,
             "max_seconds_per_point": 120,
         },
-        "evidence": {"search": {"enabled": False}},
+        # no search; two short fixed-load trials (at the one sweep level, 4 requests each: the trials size their
+        # requests by the search's settings) so that a measurement stands for each configuration and the
+        # decision can exclude the broken one by its gate
+        "evidence": {
+            "search": {"enabled": False, "probe_seconds": 10, "min_requests": 4},
+            "trials": {"min_trials": 2, "max_trials": 2, "warmup_requests": 0},
+        },
         "quality": {"reference": REF, "max_items": ITEMS, "concurrency": 4, "max_tokens": 12},
         "sla": {"ttft_p95_ms": 10000},
         "cost": {"gpu": "cpu-2core"},

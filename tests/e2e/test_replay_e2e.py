@@ -69,7 +69,8 @@ def replayed(tmp_path_factory) -> tuple[Path, Path]:
             "max_seconds_per_point": 120,
         },
         "sla": {"ttft_p95_ms": 5000},
-        "evidence": {"search": {"enabled": False}},  # the replay is tested here; the evidence in the playbook e2e
+        # the replay is tested here, the evidence in the playbook e2e: no search, no trials
+        "evidence": {"search": {"enabled": False}, "trials": {"enabled": False}},
         "cost": {"gpu": "cpu-2core"},
     }
     path = base / "replay.yaml"

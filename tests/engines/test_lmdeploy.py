@@ -10,7 +10,7 @@ the fallback warning (worded as LMDeploy 0.18.0 printed it on the H200).
 from pathlib import Path
 
 import pytest
-from decision_data import SGLANG, VLLM, results, scaled
+from decision_data import SGLANG, VLLM, recorded, scaled
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from helpers.benchmark.claims import claims_table
@@ -274,7 +274,7 @@ def claim_row(results: list) -> dict:
 
 
 def test_lmdeploy_claim_is_measured_only_with_lmdeploy_and_vllm_points():
-    v, s = results(VLLM, SGLANG)
+    v, s = recorded(VLLM, SGLANG)  # the claim compares grid points: the recorded sweep alone
     lmd = scaled(s, 1.1, label="LMDeploy pytorch")
     lmd.engine = "lmdeploy"
     r = claim_row([v, s, lmd])

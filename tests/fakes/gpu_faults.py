@@ -42,7 +42,8 @@ from helpers.run.processes import members
 from helpers.run.records import label_slug
 
 LABEL = "vLLM 0.26.0"
-NO_EXTRAS = {"evidence": {"search": {"enabled": False}}, "quality": {"enabled": False}}
+# the faults, not the evidence: no capacity search, no trials, no quality gate
+NO_EXTRAS = {"evidence": {"search": {"enabled": False}, "trials": {"enabled": False}}, "quality": {"enabled": False}}
 API_SERVER = "vllm.entrypoints.openai.api_server"
 
 

@@ -15,7 +15,7 @@ from fakes.gpu_faults import oom_named
 
 from helpers.core.errors import EngineError
 from helpers.engines import get_engine
-from helpers.launchers.server import free_port, out_of_memory_line, start_process
+from helpers.launchers.server import PORT_TAKEN, free_port, out_of_memory_line, start_on_a_free_port, start_process
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
@@ -108,3 +108,38 @@ def test_healthy_engine_logs_from_the_h200_name_no_out_of_memory():
     assert len(logs) >= 10, "the archived H200 engine logs are the negative cases"
     named = {p.name: out_of_memory_line(p.read_text(errors="replace")) for p in logs}
     assert {k: v for k, v in named.items() if v} == {}
+
+
+class _Handle:
+    """A stand-in for a started engine: healthy, or exited before it was (the error path only)."""
+
+    def __init__(self, healthy: bool):
+        self.healthy, self.stopped = healthy, False
+
+    def wait_healthy(self, timeout_s: float) -> float:
+        if not self.healthy:
+            raise EngineError("engine process exited with code 1 before becoming healthy")
+        return 1.5
+
+    def stop(self) -> int:
+        self.stopped = True
+        return 0
+
+
+def test_an_engine_whose_port_was_taken_is_started_again_on_another_port():
+    handles, ports, said = [_Handle(False), _Handle(True)], [], []
+
+    def start(port: int) -> _Handle:
+        ports.append(port)
+        return handles[len(ports) - 1]
+
+    assert start_on_a_free_port(start, lambda: f"OSError: [Errno 98] {PORT_TAKEN}", 5, said.append) == 1.5
+    assert len(ports) == 2 and handles[0].stopped and not handles[1].stopped
+    assert said and "taken" in said[0]
+
+
+def test_an_engine_that_fails_for_another_reason_is_not_started_again():
+    starts = []
+    with pytest.raises(EngineError, match="before becoming healthy"):
+        start_on_a_free_port(lambda port: starts.append(port) or _Handle(False), lambda: "CUDA out of memory", 5)
+    assert len(starts) == 1

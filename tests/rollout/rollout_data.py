@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from decision_data import with_fixed_trials
+
 from helpers.core.config import PlaybookConfig, parse_config
 from helpers.decision.compute import decide
 from helpers.decision.tree import DecisionResult
@@ -25,10 +27,14 @@ TUNED = {"vllm-cpu-tiny": {"max_num_seqs": 4}, "sglang-h200": {"max_num_seqs": 4
 
 
 def results() -> list[EngineResult]:
-    """One recorded result per configuration, relabelled; two of them carry tuned knobs."""
+    """One recorded result per configuration, relabelled; two of them carry tuned knobs.
+
+    Each has synthetic fixed-load trials built from its recorded sweep point (``decision_data.with_fixed_trials``):
+    a grid point alone never stands for a configuration, and the rollout baseline is what stands for it.
+    """
     out = []
     for label, (engine, file) in CONFIGS.items():
-        r = EngineResult.model_validate_json((DECISION_FIXTURES / file).read_text())
+        r = with_fixed_trials(EngineResult.model_validate_json((DECISION_FIXTURES / file).read_text()))
         r = r.model_copy(update={"label": label, "engine": engine, "tuned_knobs": TUNED.get(label)})
         for p in r.points:
             p.label, p.engine = label, engine

@@ -33,7 +33,7 @@ def config(tmp_path: Path) -> Path:
         "name": "kill-run",
         "model": {"path": "tiny-llama"},
         "engines": [fake_spec("e", env={"FAKE_TOKEN_DELAY_S": "0.5"})],  # 8 tokens: 4 s a request
-        "evidence": {"search": {"enabled": False}},
+        "evidence": {"search": {"enabled": False}, "trials": {"enabled": False}},  # the kill, not evidence
         "quality": {"enabled": False},
         "workload": {"input_tokens": 16, "output_tokens": 8, "concurrency": [2], "requests_per_point": 4},
     }
