@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 import httpx
 
 from helpers.benchmark.capacity import CapacitySearch, Measurement, Probe, judge, measurement_from_load
-from helpers.benchmark.sla import meets_sla
+from helpers.benchmark.sla import load_of, meets_sla, trial_points
 from helpers.core.config import PlaybookConfig
 from helpers.core.text import label_slug
 from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
@@ -128,11 +128,6 @@ def sustained_view(m: Measurement, point: Point, sent: int) -> Measurement:
     if m.offered_rate and m.achieved_rate and m.achieved_rate > PLAUSIBLE_SERVED * m.offered_rate:
         data["offered_rate"] = data["achieved_rate"] = None
     return Measurement.model_validate(data)
-
-
-def load_of(point: Point, axis: str) -> float:
-    """The load a stored probe or trial ran at: its offered rate (rate axis), else its concurrency."""
-    return point.offered_rate if axis == "rate" and point.offered_rate else float(point.concurrency)
 
 
 def measurement_of(point: Point, axis: str) -> Measurement:
@@ -321,20 +316,26 @@ def rebuild_from_points(run: EngineRun) -> EngineResult:
     return result
 
 
-def fixed_load_summary(result: EngineResult, cfg: PlaybookConfig) -> CapacitySummary | None:
-    """The record of fixed-load trials (search disabled), from the trials stored at that load; None without any.
+def fixed_load_record(cfg: PlaybookConfig) -> CapacitySummary:
+    """The record of fixed-load trials (search disabled), before its trials: a load, not a capacity.
 
-    A fixed load is the user's choice, not a capacity: ``capacity`` stays None and ``searched`` False.
+    A fixed load is the user's choice: ``capacity`` stays None and ``searched`` False.
     """
     load = float(fixed_concurrency(cfg))
-    kept = [p for p in result.points if p.phase == "trial" and p.requests > 0 and float(p.concurrency) == load]
-    if not kept:
-        return None
     return CapacitySummary(
         axis="concurrency",
         searched=False,
         tolerance=cfg.evidence.search.tolerance,
         note=f"search disabled: trials at a fixed {load:g} streams (a load, not a capacity)",
-        trial_load=load,
-        trials_note=f"{len(kept)} trial(s) at {load:g} streams",
     )
+
+
+def fixed_load_summary(result: EngineResult, cfg: PlaybookConfig) -> CapacitySummary | None:
+    """The record of fixed-load trials, from the trials stored at that load; None without any."""
+    cap = fixed_load_record(cfg)
+    cap.trial_load = float(fixed_concurrency(cfg))
+    kept = [p for p in trial_points(result) if load_of(p, "concurrency") == cap.trial_load]
+    if not kept:
+        return None
+    cap.trials_note = f"{len(kept)} trial(s) at {cap.trial_load:g} streams"
+    return cap

@@ -52,8 +52,24 @@ def grid_points(result: EngineResult) -> list[Point]:
 
 
 def trial_points(result: EngineResult) -> list[Point]:
-    """The repeated trials at the configuration's SLA capacity."""
+    """The configuration's repeated trials (phase ``trial``), whatever load they ran at."""
     return [p for p in result.points if p.phase == "trial" and p.requests > 0]
+
+
+def load_of(point: Point, axis: str) -> float:
+    """The load a stored probe or trial ran at: its offered rate (rate axis), else its concurrency."""
+    return point.offered_rate if axis == "rate" and point.offered_rate else float(point.concurrency)
+
+
+def standing_trials(result: EngineResult) -> list[Point]:
+    """The trials that stand for the configuration: those at its trial load (none without one).
+
+    A run folder rebuilt from its points may also hold an earlier attempt's trials at another load.
+    """
+    cap = result.capacity
+    if cap is None or cap.trial_load is None:
+        return []
+    return [p for p in trial_points(result) if load_of(p, cap.axis) == cap.trial_load]
 
 
 def _estimate(values: list[float | None]) -> Figure | None:
@@ -66,13 +82,8 @@ def _estimate(values: list[float | None]) -> Figure | None:
 
 def from_trials(result: EngineResult, cfg: PlaybookConfig) -> Representative | None:
     """The trials at the measured SLA capacity, or at the fixed load, as one representative (95% intervals)."""
-    cap = result.capacity
-    if cap is None or cap.trial_load is None:
-        return None
-    # only the trials at the trial load stand: a run folder rebuilt from its points may hold an earlier attempt's
-    at = (lambda p: p.offered_rate) if cap.axis == "rate" else (lambda p: float(p.concurrency))
-    trials = [p for p in trial_points(result) if at(p) == cap.trial_load]
-    if not trials:
+    cap, trials = result.capacity, standing_trials(result)
+    if cap is None or cap.trial_load is None or not trials:
         return None
     ttft = _estimate([p.ttft_ms_p95 for p in trials])
     itl = _estimate([p.itl_ms_p95 for p in trials])

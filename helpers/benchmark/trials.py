@@ -18,15 +18,16 @@ from typing import TYPE_CHECKING
 from helpers.benchmark.capacity import Probe, judge, measurement_from_load
 from helpers.benchmark.evidence import (
     fixed_concurrency,
+    fixed_load_record,
     latency_estimate,
     load_axis,
-    load_of,
     probe_requests,
     reset_prefix_cache,
     resets_cache,
     search,
     sustained_view,
 )
+from helpers.benchmark.sla import load_of
 from helpers.benchmark.stats import enough_trials
 from helpers.run.records import CapacitySummary, Point
 
@@ -72,12 +73,12 @@ async def _trials_at(
     ``stepping``: a round that can step down stops at its first trial that falls behind; a fixed load
     cannot, so its trials go on (each one that fell behind is marked, and the average misses the SLA).
     """
-    t, s = run.cfg.evidence.trials, run.cfg.evidence.search
+    t, s, axis = run.cfg.evidence.trials, run.cfg.evidence.search, load_axis(run.cfg)
     done: list[Point] = []
     for i in range(t.max_trials):
         tag = f"t{i}" if round_ == 0 else f"s{round_}-t{i}"
-        stored = run.stored_point("trial", tag, int(load) if load_axis(run.cfg) == "concurrency" else 0)
-        if stored is None or load_of(stored, load_axis(run.cfg)) != load:  # a stored trial is kept only at this load
+        stored = run.stored_point("trial", tag, int(load) if axis == "concurrency" else 0)
+        if stored is None or load_of(stored, axis) != load:  # a stored trial is kept only at this load
             run.steps.begin(
                 run.spec.label, "trial", tag, f"trial {i + 1}" + (f" (step down {round_})" if round_ else "")
             )
@@ -89,7 +90,7 @@ async def _trials_at(
             if got is None:
                 return None
             stored, res, queue = got
-            m = measurement_from_load(res, load=load, axis=load_axis(run.cfg), queue_samples=queue or None)
+            m = measurement_from_load(res, load=load, axis=axis, queue_samples=queue or None)
             sent = res.requests + res.errors + res.incomplete
             probe = judge(sustained_view(m, stored, sent), run.cfg.sla, s.min_sustained_ratio, s.max_client_lag_ms)
             stored.probe, stored.verdict = probe.model_dump(mode="json"), probe.why
@@ -156,13 +157,7 @@ async def fixed_load_trials(run: EngineRun) -> bool:
     The load is the user's (``fixed_concurrency``), so it is not stepped down: trials that miss the SLA
     stand as missing it. False if the engine died.
     """
-    load = float(fixed_concurrency(run.cfg))
-    cap = CapacitySummary(
-        axis="concurrency",
-        searched=False,
-        tolerance=run.cfg.evidence.search.tolerance,
-        note=f"search disabled: trials at a fixed {load:g} streams (a load, not a capacity)",
-    )
+    load, cap = float(fixed_concurrency(run.cfg)), fixed_load_record(run.cfg)
     run.result.capacity = cap
     reset, notes = resets_cache(run), []
     done = await _trials_at(run, load, 0, reset, notes, stepping=False)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helpers.benchmark.sla import trial_points
+from helpers.benchmark.sla import standing_trials
 from helpers.benchmark.stats import compare
 from helpers.run.records import EngineResult
 
@@ -43,11 +43,8 @@ class EvidenceVerdict(BaseModel):
 
 
 def _per_gpu(result: EngineResult, gpus: int) -> list[float]:
-    """Output tok/s per GPU of the configuration's trials (none without trials)."""
-    trials = trial_points(result)
-    if trials:
-        return [p.output_tok_s / gpus for p in trials]
-    return []
+    """Output tok/s per GPU of the trials that stand for the configuration (none without trials)."""
+    return [p.output_tok_s / gpus for p in standing_trials(result)]
 
 
 def compare_best(
