@@ -6,8 +6,9 @@ whatever the run produced and says which notebook failed.
 
 The console shows one line per notebook and, during step 5, one progress bar with an ETA
 (``helpers.tools.progress_console``, fed by the kernel through the run folder's ``logs/progress.jsonl``).
-What the kernels print (warnings, libraries' own bars) goes to ``logs/notebooks/<notebook>.log`` in the
-run folder instead; the engines' logs are in ``logs/`` as before.
+What the kernel prints (warnings, libraries' own bars) goes to ``logs/notebooks/<notebook>.log`` in the
+run folder instead; the engines' logs are in ``logs/`` as before. The notebooks share one kernel, emptied
+before each (``helpers.tools.kernel``): a kernel start and the imports once, not seven times.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TextIO
+from typing import TextIO
 
 import yaml
 
@@ -32,6 +33,7 @@ from helpers.run.processes import Watchdog
 from helpers.run.progress import PROGRESS_FILE
 from helpers.run.summary import write_summary
 from helpers.tools.engine_subset import config_file, select_engines
+from helpers.tools.kernel import RunKernel, kernel_manager_writing_to
 from helpers.tools.progress_console import watch_progress
 
 
@@ -61,30 +63,12 @@ def _redact_file(path: Path, secrets: list[str]) -> None:
         write_text_atomic(path, clean)
 
 
-def kernel_manager_writing_to(log: IO[str]) -> type:
-    """A kernel manager class whose kernels' own stdout and stderr go to ``log``, not to this terminal.
-
-    The kernel relays what Python code prints to papermill, but not what reaches its file descriptors
-    directly: its start-up warning ("running over TCP without encryption"), and the processes it starts
-    (multiprocessing's resource tracker: "leaked semaphore objects" when guidellm's workers end).
-    """
-    # heavy; only the notebook runner needs it (papermill brings it)
-    from jupyter_client.manager import AsyncKernelManager
-
-    class NotebookKernelManager(AsyncKernelManager):
-        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: object) -> None:
-            kw.setdefault("stdout", log)
-            kw.setdefault("stderr", log)
-            await super()._async_launch_kernel(kernel_cmd, **kw)
-
-    return NotebookKernelManager
-
-
-def execute(nb: Path, out: Path, config_path: Path, run_dir: Path) -> str | None:
+def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, kernel: RunKernel | None = None) -> str | None:
     """Run one notebook with papermill; return None on success or the error in one line.
 
     The kernel's streams, and whatever it or its children write to their file descriptors, are appended
-    to ``notebook_log``, not echoed to the console.
+    to ``notebook_log``, not echoed to the console. ``kernel``: the run's shared kernel
+    (``helpers.tools.kernel``), emptied first; without it the notebook gets a kernel of its own.
     """
     # heavy; only the notebook runner needs it
     import papermill as pm
@@ -93,6 +77,10 @@ def execute(nb: Path, out: Path, config_path: Path, run_dir: Path) -> str | None
     log.parent.mkdir(parents=True, exist_ok=True)
     try:
         with open(log, "a", encoding="utf-8") as sink:
+            if kernel is not None:
+                manager = {"km": kernel.prepare(log)}
+            else:
+                manager = {"kernel_manager_class": kernel_manager_writing_to(sink)}
             pm.execute_notebook(
                 str(nb),
                 str(out),
@@ -102,9 +90,9 @@ def execute(nb: Path, out: Path, config_path: Path, run_dir: Path) -> str | None
                 log_output=False,
                 stdout_file=sink,
                 stderr_file=sink,
-                kernel_manager_class=kernel_manager_writing_to(sink),
                 progress_bar=False,
                 request_save_on_cell_execute=True,
+                **manager,
             )
     except pm.PapermillExecutionError as err:
         return f"{nb.name}: {err.ename}: {err.evalue}".splitlines()[0][:500]
@@ -157,20 +145,20 @@ def _run_locked(
     secrets = known_secrets(cfg)
     failures: dict[str, str] = {}
     timings: dict[str, float] = {}
-    for nb in notebooks():
-        if only and nb.stem not in only and nb.name not in only:
-            continue
-        out = run_dir / "notebooks" / nb.name
-        print(f"[playbook] {nb.name} ...", flush=True)
-        t0 = time.monotonic()
-        with watch_progress(run_dir / PROGRESS_FILE, console):
-            err = execute(nb, out, Path(config).resolve(), run_dir)
-        timings[nb.name] = round(time.monotonic() - t0, 1)
-        _redact_file(out, secrets)
-        _redact_file(notebook_log(run_dir, nb), secrets)
-        if err:
-            failures[nb.name] = redact(err, secrets)
-            print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)
+    chosen = [nb for nb in notebooks() if not only or nb.stem in only or nb.name in only]
+    with RunKernel(PLAYBOOK_DIR) as kernel:  # one kernel for the run's notebooks (helpers.tools.kernel)
+        for nb in chosen:
+            out = run_dir / "notebooks" / nb.name
+            print(f"[playbook] {nb.name} ...", flush=True)
+            t0 = time.monotonic()
+            with watch_progress(run_dir / PROGRESS_FILE, console):
+                err = execute(nb, out, Path(config).resolve(), run_dir, kernel=kernel)
+            timings[nb.name] = round(time.monotonic() - t0, 1)
+            _redact_file(out, secrets)
+            _redact_file(notebook_log(run_dir, nb), secrets)
+            if err:
+                failures[nb.name] = redact(err, secrets)
+                print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)
     write_json_atomic(run_dir / "run.json", {"run_id": run_id, "failures": failures, "notebook_seconds": timings})
     write_summary(run_dir, cfg)
     report = render_report(run_dir)

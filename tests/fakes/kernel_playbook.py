@@ -24,7 +24,7 @@ from helpers.tools import cli, runner
 HERE = Path(__file__).resolve().parent
 
 
-def _kernel_execute(nb: Path, out: Path, config_path: Path, run_dir: Path) -> str | None:
+def _kernel_execute(nb: Path, out: Path, config_path: Path, run_dir: Path, **_kernel) -> str | None:
     print(f"executing {nb.name}", flush=True)
     env = {**os.environ, "JPY_PARENT_PID": str(os.getpid())}
     cmd = [sys.executable, str(HERE / "bench_once.py"), str(config_path), str(run_dir)]
@@ -37,7 +37,7 @@ def main() -> int:
     """Run ``playbook run CONFIG --run-id RUN_ID --only 03_benchmark`` with step 5 in a kernel-like child."""
     reports, config, run_id = sys.argv[1:4]
     ENGINES.add(FAKE_ENGINE, FakeEngineAdapter())
-    runner.execute = _kernel_execute if "--no-kernel" not in sys.argv else lambda *_args: None
+    runner.execute = _kernel_execute if "--no-kernel" not in sys.argv else lambda *_args, **_kw: None
     runner.render_report = lambda run_dir: Path(run_dir) / "report.html"  # not what these tests look at
     cli.run_playbook = functools.partial(runner.run_playbook, reports_dir=Path(reports))
     return cli.main(["run", config, "--run-id", run_id, "--only", "03_benchmark", "--quiet"])

@@ -15,7 +15,7 @@ from pathlib import Path
 from helpers.tools import cli, runner
 
 
-def _slow_execute(seconds: float, nb: Path, out: Path, config_path: Path, run_dir: Path) -> None:
+def _slow_execute(seconds: float, nb: Path, out: Path, config_path: Path, run_dir: Path, **_kernel) -> None:
     print(f"executing {nb.name}", flush=True)
     time.sleep(seconds)
 
