@@ -1,8 +1,8 @@
 """One Jupyter kernel for all the notebooks of a run, emptied between them.
 
-A kernel of its own for each of the seven notebooks cost a run about 30 s on the 2-core machine
-(2026-12-03: a kernel start and the same imports, 2-3.5 s, seven times over, against the CPU
-default's 4 1/2 minutes). ``RunKernel`` starts one kernel, and before each notebook empties its
+A kernel of its own for each of the seven notebooks meant a kernel start and the same imports (2-3.5 s)
+seven times over: on the 2-core machine the six notebooks besides step 5 took 35 s of the CPU default's
+re-run, and 17 s with one kernel (2026-12-03). ``RunKernel`` starts one kernel, and before each notebook empties its
 namespace (IPython's ``reset``: every name a notebook defined is gone, so a notebook that would lean
 on an earlier one's variables fails here as it does alone in Jupyter) and closes pyplot's figures; what
 stays is what Python keeps process-wide: imported modules (the saving), and their settings. The
