@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import IO
 
+from jupyter_core.utils import run_sync  # light (papermill brings it); nbclient runs on the same loop
+
 KERNEL_NAME = "python3"
 READY_TIMEOUT_S = 120.0
 """Seconds for a (re)started kernel to answer, and for the reset before a notebook to finish."""
@@ -81,28 +83,16 @@ class RunKernel:
 
         Raises ``RuntimeError`` naming what failed when the kernel does not answer or the reset fails.
         """
-        # papermill brings it; nbclient runs its coroutines on the same loop (one per thread)
-        from jupyter_core.utils import run_sync
-
         log.parent.mkdir(parents=True, exist_ok=True)
         return run_sync(self._prepare)(log)
 
     def close(self) -> None:
-        """Shut the kernel down (gracefully, then for good) and close its log."""
-        if self.km is not None:
-            # papermill brings it
-            from jupyter_core.utils import run_sync
-
+        """Shut the kernel down (gracefully, then for good) and close its log; nothing if none was started."""
+        if self.km is not None or self._sink is not None:
             run_sync(self._shutdown)()
-        if self._sink is not None:
-            self._sink.close()
-            self._sink = None
 
     def alive(self) -> bool:
         """Whether the shared kernel is running now."""
-        # papermill brings it
-        from jupyter_core.utils import run_sync
-
         return self.km is not None and run_sync(self.km.is_alive)()
 
     async def _prepare(self, log: Path):
@@ -125,20 +115,23 @@ class RunKernel:
     async def _start(self, log: Path) -> None:
         """Start a kernel whose own start-up output goes to ``log`` (the notebook it is started for)."""
         await self._shutdown()
-        if self._sink is not None:
-            self._sink.close()
         self._sink = open(log, "a", encoding="utf-8")  # noqa: SIM115 - open for the kernel's lifetime
         self.km = kernel_manager_writing_to(self._sink)(kernel_name=KERNEL_NAME)
         await self.km.start_kernel(cwd=str(self.cwd))
 
     async def _shutdown(self) -> None:
+        """Shut the kernel down if there is one, and close the log its descriptors were opened on."""
         km, self.km = self.km, None
-        if km is None:
-            return
+        sink, self._sink = self._sink, None
         try:
-            if await km.is_alive():
-                await km.shutdown_kernel(now=False)
-        except RuntimeError:  # "No kernel is running!": a signal's handler shut it down already
-            pass
+            if km is not None:
+                try:
+                    if await km.is_alive():
+                        await km.shutdown_kernel(now=False)
+                except RuntimeError:  # "No kernel is running!": a signal's handler shut it down already
+                    pass
+                finally:
+                    await km.cleanup_resources()
         finally:
-            await km.cleanup_resources()
+            if sink is not None:
+                sink.close()
