@@ -37,11 +37,18 @@ tools:
 models: $(READY)
 	$(VENV)/bin/playbook setup-model smollm2
 
-report: engines models
+# Set-up steps run side by side (a sub-make with -j): the Debian tools beside the venv, then the engine's venv
+# beside the model's conversion. Whole lines of their output, never interleaved mid-line.
+SETUP_JOBS ?= 3
+SETUP = $(MAKE) --no-print-directory -j$(SETUP_JOBS) --output-sync=line
+
+report:
+	@$(SETUP) engines models
 	$(VENV)/bin/playbook run $(CONFIG)
 
 # --durations=25: the CI log names the slowest tests (the suite must stay well under CI's 30 minutes).
-test: engines tools models
+test:
+	@$(SETUP) engines tools models
 	$(PY) -m pytest -q -ra --durations=25
 
 bench: engines

@@ -35,12 +35,19 @@ from helpers.core.config import parse_config
 from helpers.core.paths import REPO_ROOT
 from helpers.engines import ENGINES
 from helpers.launchers.server import free_port
+from helpers.measure import loadgen
 from helpers.run.records import point_path
 from helpers.workload.traces import load_trace
 
 FAKES = REPO_ROOT / "tests" / "fakes"
 STREAMED = "fake:streamed_requests_total"
 SLOW = {"FAKE_TOKEN_DELAY_S": "0.4"}  # 8 tokens: 3.2 s per request, so a point has requests in flight for seconds
+HEALTH_S = 3.0  # the health probe's wait after a cut load (10 s in the product): the hang is real, the wait shorter
+
+
+@pytest.fixture
+def short_health_wait(monkeypatch):
+    monkeypatch.setattr(loadgen, "HEALTH_TIMEOUT_S", HEALTH_S)
 
 
 @pytest.fixture
@@ -119,7 +126,8 @@ def test_an_engine_killed_by_pid_mid_point_is_a_row_and_the_next_engine_runs(fak
 def hung_run(tmp_path_factory):
     """One run whose first engine is stopped (SIGSTOP) with requests in flight; the second is healthy."""
     run_dir = tmp_path_factory.mktemp("hung")
-    with ENGINES.temporarily(FAKE_ENGINE, FakeEngineAdapter()):
+    with ENGINES.temporarily(FAKE_ENGINE, FakeEngineAdapter()), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loadgen, "HEALTH_TIMEOUT_S", HEALTH_S)
         cfg = parse_config(
             config_dict([fake_spec("hung", env=SLOW), fake_spec("next")], concurrency=(2, 4), max_seconds=5)
         )
@@ -149,10 +157,12 @@ def test_the_point_in_flight_of_a_hung_engine_is_not_a_measurement(hung_run):
     assert not point_path(run_dir, "hung", "sweep", 2).exists() and hung.points == []
     assert hung.status == "partial"
     assert hung.reason.startswith("engine hung during the point at concurrency 2: http://127.0.0.1:")
-    assert "/health gave no answer in 10 s; " in hung.reason and " cut" in hung.reason
+    assert f"/health gave no answer in {HEALTH_S:g} s; " in hung.reason and " cut" in hung.reason
 
 
-def test_an_engine_that_stops_answering_mid_point_is_named_and_its_point_not_kept(fake_engine, tmp_path):
+def test_an_engine_that_stops_answering_mid_point_is_named_and_its_point_not_kept(
+    fake_engine, short_health_wait, tmp_path
+):
     """A live process that answers nothing (deadlocked, not stopped): the same verdict, and a resume re-measures."""
     hang = fake_spec("stuck", mode="hang_mid_point", env={"FAKE_DIE_AFTER": "5", "FAKE_TOKEN_DELAY_S": "0.05"})
     cfg = parse_config(config_dict([hang], concurrency=(2, 4), max_seconds=4))
@@ -164,7 +174,7 @@ def test_an_engine_that_stops_answering_mid_point_is_named_and_its_point_not_kep
     assert not point_path(tmp_path, "stuck", "sweep", 4).exists()
     assert r.status == "partial" and [p.concurrency for p in r.points] == [2]
     assert r.reason.startswith("engine hung during the point at concurrency 4: http://127.0.0.1:")
-    assert re.search(r"gave no answer in 10 s; [01] of 4 requests done, [34] cut$", r.reason), r.reason
+    assert re.search(rf"gave no answer in {HEALTH_S:g} s; [01] of 4 requests done, [34] cut$", r.reason), r.reason
     assert "fake engine: hanging after 5 streamed requests" in r.log_tail
     assert find_in_tree(os.getpid(), "fake_openai_server") is None  # stopped, though it answered nothing
 
