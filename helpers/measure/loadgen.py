@@ -255,11 +255,11 @@ SCHEDULE_LEAD_S = 0.75
 
 guidellm's replay profile counts the schedule from the benchmark's start time, and its messaging
 hands the first requests to the workers only after that: with no lead the first one to three
-requests left 120-300 ms late, together (2026-12-03, 2-core machine with one core kept busy, 10
+requests left 120-300 ms late, together (2026-12-03, 2-core machine with busy loops beside it, 10
 workers, 10 req/s against a stand-in server). With a lead of 0.5 s every request left within 10 ms of
-its time (2 or 10 workers, one core kept busy; the dispatch test passed with both busy). 0.75 s
-keeps a margin for a slower host. It was 2.0 s while guidellm's own start delay was its default
-second (``guidellm_setup.START_DELAY_S``).
+its time (2 or 10 workers, busy loops beside it; ``test_a_poisson_probe_sends_its_schedule_with_several_workers``
+passed quiet and with two loops). 0.75 s keeps a margin for a slower host. It was 2.0 s while
+guidellm's own start delay was its default second (``guidellm_setup.START_DELAY_S``).
 """
 
 
