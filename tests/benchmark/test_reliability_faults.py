@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -45,9 +46,12 @@ SLOW = {"FAKE_TOKEN_DELAY_S": "0.4"}  # 8 tokens: 3.2 s per request, so a point 
 HEALTH_S = 3.0  # the health probe's wait after a cut load (10 s in the product): the hang is real, the wait shorter
 
 
-@pytest.fixture
-def short_health_wait(monkeypatch):
-    monkeypatch.setattr(loadgen, "HEALTH_TIMEOUT_S", HEALTH_S)
+@contextmanager
+def short_health_wait():
+    """``HEALTH_TIMEOUT_S`` at ``HEALTH_S`` while the block runs (a test's or a module fixture's)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loadgen, "HEALTH_TIMEOUT_S", HEALTH_S)
+        yield
 
 
 @pytest.fixture
@@ -126,8 +130,7 @@ def test_an_engine_killed_by_pid_mid_point_is_a_row_and_the_next_engine_runs(fak
 def hung_run(tmp_path_factory):
     """One run whose first engine is stopped (SIGSTOP) with requests in flight; the second is healthy."""
     run_dir = tmp_path_factory.mktemp("hung")
-    with ENGINES.temporarily(FAKE_ENGINE, FakeEngineAdapter()), pytest.MonkeyPatch.context() as mp:
-        mp.setattr(loadgen, "HEALTH_TIMEOUT_S", HEALTH_S)
+    with ENGINES.temporarily(FAKE_ENGINE, FakeEngineAdapter()), short_health_wait():
         cfg = parse_config(
             config_dict([fake_spec("hung", env=SLOW), fake_spec("next")], concurrency=(2, 4), max_seconds=5)
         )
@@ -160,14 +163,13 @@ def test_the_point_in_flight_of_a_hung_engine_is_not_a_measurement(hung_run):
     assert f"/health gave no answer in {HEALTH_S:g} s; " in hung.reason and " cut" in hung.reason
 
 
-def test_an_engine_that_stops_answering_mid_point_is_named_and_its_point_not_kept(
-    fake_engine, short_health_wait, tmp_path
-):
+def test_an_engine_that_stops_answering_mid_point_is_named_and_its_point_not_kept(fake_engine, tmp_path):
     """A live process that answers nothing (deadlocked, not stopped): the same verdict, and a resume re-measures."""
     hang = fake_spec("stuck", mode="hang_mid_point", env={"FAKE_DIE_AFTER": "5", "FAKE_TOKEN_DELAY_S": "0.05"})
     cfg = parse_config(config_dict([hang], concurrency=(2, 4), max_seconds=4))
-    run = Background(cfg, tmp_path)
-    run.join(240)
+    with short_health_wait():
+        run = Background(cfg, tmp_path)
+        run.join(240)
     assert run.error is None
     (r,) = run.results
     assert point_path(tmp_path, "stuck", "sweep", 2).is_file()  # 4 requests, all before the hang
