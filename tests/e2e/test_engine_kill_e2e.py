@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 
+import psutil
 import pytest
 import yaml
 from fakes.faults import engine_url, find_in_tree, metric, pids_alive, wait_for
@@ -38,7 +39,8 @@ def config() -> dict:
     no_evidence = {"search": {"enabled": False}, "trials": {"enabled": False}}  # the kill is tested, not evidence
     cfg.update(engines=[engine], evidence=no_evidence, quality={"enabled": False})
     cfg["model"] = {"path": "tiny-llama", "served_name": "tiny-llama"}
-    cfg["workload"].update(concurrency=[4], requests_per_point=16, output_tokens=64, max_seconds_per_point=120)
+    # 64 requests: some 20 s of point on 2 cores, so no poll can miss it (the kill comes at the first in flight)
+    cfg["workload"].update(concurrency=[4], requests_per_point=64, output_tokens=64, max_seconds_per_point=120)
     return cfg
 
 
@@ -48,12 +50,24 @@ def test_the_real_engine_killed_by_pid_leaves_nothing_of_its_group(tmp_path):
     def go():
         out["results"] = asyncio.run(run_benchmarks(cfg, tmp_path, progress=said.append))
 
+    def engine_in_flight() -> int | None:
+        """The API server's pid once it has a request in flight; the engine is found again each time (a
+        start on a taken port is started again on another); a run that ended first fails at once."""
+        assert thread.is_alive(), f"the run ended before a request was seen in flight: {said}"
+        api = find_in_tree(os.getpid(), "vllm.entrypoints.openai.api_server")
+        try:
+            busy = api is not None and (metric(engine_url(api), "vllm:num_requests_running") or 0) >= 1
+        except psutil.NoSuchProcess:
+            return None
+        return api if busy else None
+
     thread = threading.Thread(target=go, daemon=True)
     thread.start()
-    api = wait_for("engine", lambda: find_in_tree(os.getpid(), "vllm.entrypoints.openai.api_server"), 120)
+    try:
+        api = wait_for("requests in flight", engine_in_flight, 600, 0.05)
+    except TimeoutError as e:
+        raise AssertionError(f"{e}; the run said: {said}") from e
     assert os.getpgid(api) == api  # its own group: the API server leads it
-    url = engine_url(api)
-    wait_for("requests in flight", lambda: (metric(url, "vllm:num_requests_running") or 0) >= 1, 600, 0.05)
     group = members(api)
     assert len(group) >= 2, "the API server and its EngineCore"
     os.kill(api, signal.SIGKILL)  # the API server only, by its pid
