@@ -27,7 +27,17 @@ from pathlib import Path
 import pytest
 from fakes.fake_engine import FAKE_ENGINE, FakeEngineAdapter, fake_spec
 from fakes.fake_process import fake_server
-from fakes.faults import descendants, engine_url, find_in_tree, kill_all, leftovers, metric, pids_alive, wait_for
+from fakes.faults import (
+    busy_engine,
+    descendants,
+    engine_url,
+    find_in_tree,
+    kill_all,
+    leftovers,
+    metric,
+    pids_alive,
+    wait_for,
+)
 from fakes.tmpfs import fill, tiny_tmpfs
 
 from helpers.benchmark.run import run_benchmarks
@@ -102,10 +112,10 @@ class Background:
 
 def in_flight_engine(min_streamed: float = 1, timeout: float = 120) -> int:
     """The fake engine this process started, once it has ``min_streamed`` streamed requests."""
-    pid = wait_for("fake engine started", lambda: find_in_tree(os.getpid(), "fake_openai_server"), 60)
-    url = engine_url(pid)
-    wait_for("requests in flight", lambda: (metric(url, STREAMED) or 0) >= min_streamed, timeout)
-    return pid
+    wait_for("fake engine started", lambda: find_in_tree(os.getpid(), "fake_openai_server"), 60)
+    return wait_for(
+        "requests in flight", lambda: busy_engine(os.getpid(), "fake_openai_server", STREAMED, min_streamed), timeout
+    )
 
 
 def test_an_engine_killed_by_pid_mid_point_is_a_row_and_the_next_engine_runs(fake_engine, tmp_path):

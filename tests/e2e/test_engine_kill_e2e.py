@@ -12,10 +12,9 @@ import os
 import signal
 import threading
 
-import psutil
 import pytest
 import yaml
-from fakes.faults import engine_url, find_in_tree, metric, pids_alive, wait_for
+from fakes.faults import busy_engine, pids_alive, wait_for
 
 from helpers.benchmark.run import run_benchmarks
 from helpers.core.config import parse_config
@@ -51,15 +50,9 @@ def test_the_real_engine_killed_by_pid_leaves_nothing_of_its_group(tmp_path):
         out["results"] = asyncio.run(run_benchmarks(cfg, tmp_path, progress=said.append))
 
     def engine_in_flight() -> int | None:
-        """The API server's pid once it has a request in flight; the engine is found again each time (a
-        start on a taken port is started again on another); a run that ended first fails at once."""
+        """The API server's pid once it has a request in flight; a run that ended first fails at once."""
         assert thread.is_alive(), f"the run ended before a request was seen in flight: {said}"
-        api = find_in_tree(os.getpid(), "vllm.entrypoints.openai.api_server")
-        try:
-            busy = api is not None and (metric(engine_url(api), "vllm:num_requests_running") or 0) >= 1
-        except psutil.NoSuchProcess:
-            return None
-        return api if busy else None
+        return busy_engine(os.getpid(), "vllm.entrypoints.openai.api_server", "vllm:num_requests_running")
 
     thread = threading.Thread(target=go, daemon=True)
     thread.start()

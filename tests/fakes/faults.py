@@ -65,6 +65,19 @@ def metric(url: str, name: str, timeout: float = 2.0, path: str = "/metrics") ->
         return None
 
 
+def busy_engine(root: int, marker: str, series: str, at_least: float = 1) -> int | None:
+    """The pid of the engine under ``root`` once its ``series`` on ``/metrics`` reaches ``at_least``; None before.
+
+    The engine is found again at every call: one that exited because its port was taken is started
+    again on another port, by a new process.
+    """
+    pid = find_in_tree(root, marker)
+    try:
+        return pid if pid is not None and (metric(engine_url(pid), series) or 0) >= at_least else None
+    except psutil.NoSuchProcess:  # gone between finding it and reading its command line
+        return None
+
+
 def wait_for(what: str, check: Callable[[], object], timeout_s: float, interval_s: float = 0.2):
     """Poll ``check`` until it returns something truthy; ``TimeoutError`` naming ``what`` after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fakes.fake_engine import fake_spec
-from fakes.faults import engine_url, find_in_tree, kill_all, metric, wait_for
+from fakes.faults import busy_engine, find_in_tree, kill_all, wait_for
 
 from helpers.core.paths import REPO_ROOT
 from helpers.run.processes import PIDS_NAME, members, recorded
@@ -51,8 +51,8 @@ def start_run(tmp_path: Path, run_id: str, *extra: str) -> subprocess.Popen:
 
 def mid_point(run: subprocess.Popen, run_dir: Path) -> list:
     """Wait until the engine streams and both groups are recorded; return the records."""
-    engine = wait_for("engine", lambda: find_in_tree(run.pid, "fake_openai_server"), 120)
-    wait_for("requests in flight", lambda: (metric(engine_url(engine), STREAMED) or 0) >= 1, 120)
+    wait_for("engine", lambda: find_in_tree(run.pid, "fake_openai_server"), 120)
+    wait_for("requests in flight", lambda: busy_engine(run.pid, "fake_openai_server", STREAMED), 120)
     groups = wait_for("two recorded groups", lambda: len(recorded(run_dir)) >= 2 and recorded(run_dir), 30)
     assert {g.what for g in groups} == {"engine fake-engine", "notebook kernel and its load-generator workers"}
     assert all(g.owner == run.pid for g in groups)
