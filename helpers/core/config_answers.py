@@ -92,7 +92,11 @@ class Rollback(_Strict):
         default="5m", description="How long any gate may be breached before rolling back (Prometheus duration)."
     )
     throughput_floor: float = Field(
-        default=0.9, gt=0, le=1, description="Roll back below this share of the measured output tok/s per replica."
+        default=0.9,
+        gt=0,
+        le=1,
+        description="Roll back below this share of the output tok/s the requests running should get "
+        "(measured tok/s per running request × requests running, capped at the measured count).",
     )
     max_restarts: int = Field(default=0, ge=0, description="Pod restarts tolerated during one canary step.")
 

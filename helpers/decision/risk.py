@@ -25,7 +25,7 @@ from helpers.core.paths import REPO_ROOT
 from helpers.decision.tree import DISPLAY, DecisionResult
 from helpers.engines import ENGINES, EngineAdapter
 from helpers.model.reference_data import FamilyFacts, load_engine_facts
-from helpers.rollout.rollback import rollback_criteria
+from helpers.rollout.rollback import criteria_of_result, schedule_text
 from helpers.run.records import EngineResult
 
 LEVELS = ["low", "medium", "high"]
@@ -199,7 +199,8 @@ def migration_plan(
     """Plan the move from primary to backup: what changes, the effort, and when to roll back.
 
     ``results`` supply the target's measured cold start (else the dated fact). The rollback triggers are
-    ``helpers.rollout.rollback``'s criteria with the backup's measured throughput.
+    ``helpers.rollout.rollback``'s criteria with the backup's measured baseline, and the traffic steps are
+    the rollout's one schedule (``helpers.rollout.rollback.TRAFFIC_STEPS``).
 
     Returns ``{"from", "to", "changes" (DataFrame: aspect, from, to), "effort_days", "effort"
     (DataFrame: task, days, basis), "rollback_triggers" (list), "steps" (list)}``.
@@ -254,10 +255,8 @@ def migration_plan(
         effort.append(
             ("set up an engine build pipeline in CI", 5.0, f"assumption; build {dst_build:,.0f} s ({dst_cold.source})")
         )
-    tuned = next((e for e in decision.evidence if e["label"] == decision.backup), None)
-    tok_s = tuned.get("output_tok_s") if tuned else None
-    conc = tuned.get("concurrency") if tuned else None
-    crit = rollback_criteria(cfg, tok_s or None, int(conc) if conc else None)
+    target = next((r for r in results or [] if r.label == decision.backup), None)
+    crit = criteria_of_result(cfg, target)
     triggers = crit.triggers()
     return {
         "from": decision.primary,
@@ -268,7 +267,8 @@ def migration_plan(
         "rollback_triggers": triggers,
         "steps": [
             f"Deploy `{decision.backup}` beside `{decision.primary}` behind one OpenAI-compatible route.",
-            "Shift 10% → 50% → 100% of traffic, holding each step for a day while watching the triggers.",
+            f"Shift traffic in the rollout's steps, each held at least as long as given: {schedule_text()} "
+            "(the same steps as step 10's `canary.md`), watching the triggers.",
             f"On any trigger, route all traffic back to `{decision.primary}` (kept warm until the end).",
         ],
     }

@@ -71,7 +71,8 @@ def write_rollout(
     if replicas is not None:
         sizing = sizing.model_copy(update={"replicas": replicas, "basis": f"{replicas} replica(s), set by the caller"})
     auto = scaling.policy(cfg, chosen, sig, sizing, (cost or {}).get("demand")) if cfg.hardware.autoscaling else None
-    files["alerts"] = alerts.write_rules(artifact_path(out, "alerts"), chosen, th)
+    rule_doc = alerts.rules(chosen, th, sig, crit)
+    files["alerts"] = alerts.write_rules(artifact_path(out, "alerts"), chosen, th, doc=rule_doc)
     files["dashboard"] = dashboard.write_dashboard(artifact_path(out, "dashboard"), chosen, th)
     files["k8s"] = k8s.write_manifests(
         artifact_path(out, "k8s"), chosen, plan, replicas=sizing.replicas, model_claim=model_claim
@@ -87,7 +88,16 @@ def write_rollout(
     backup = next((r for r in results if r.label == decision.backup), None)
     names = {k: p.name for k, p in files.items()} | {k: ARTIFACTS[k].filename for k in ("pilot", "runbook")}
     texts["canary"] = canary.canary_markdown(
-        chosen, plan, th, sig, crit, (sizing, auto, cfg.hardware.autoscaling), backup, names, warnings
+        chosen,
+        plan,
+        th,
+        sig,
+        crit,
+        (sizing, auto, cfg.hardware.autoscaling),
+        backup,
+        names,
+        warnings,
+        alerts.rollback_alerts(rule_doc),
     )
     for key, text in texts.items():
         files[key] = artifact_path(out, key)

@@ -7,8 +7,12 @@ the engine's own metric. GPU engines reserve their KV cache up front (vLLM ``--g
 SGLang ``--mem-fraction-static``, TensorRT-LLM ``kv_cache_free_gpu_memory_fraction``), so GPU memory
 sits near that share all the time: there the GPU-memory rule is a warning and KV-cache usage is the
 page that means "about to run out". Every rule carries a ``rollback`` label: ``"true"`` for the rules
-that are rollback criteria (``helpers.rollout.rollback``; the TTFT rule waits their duration). A CPU
-engine gets no GPU rules. ``check_rules`` runs ``promtool check rules`` on the written file.
+that fire on a rollback criterion (``helpers.rollout.rollback``), which they name in their
+``rollback_criterion`` annotation: TTFT p95 (waiting the criteria's duration), metrics absent, the
+throughput floor relative to the requests running (when the engine exports a running gauge and a baseline
+was measured) and pod restarts (kube-state-metrics). The failed-request share has no rule: no engine
+exports a failed-request counter, so it is watched at the gateway (``UNALERTED``). A CPU engine gets no
+GPU rules. ``check_rules`` runs ``promtool check rules`` on the written file.
 """
 
 from __future__ import annotations
@@ -23,11 +27,16 @@ from pydantic import Field
 
 from helpers.core.config import Alerts, Rollback
 from helpers.rollout.choice import Chosen
-from helpers.rollout.rollback import duration_text
-from helpers.rollout.series import Signals, engine_selector, gpu_selector, signals
+from helpers.rollout.rollback import RollbackCriteria, duration_text
+from helpers.rollout.series import Signals, engine_selector, gpu_selector, pod_restarts, signals
 
 PROMTOOL_INSTALL = "apt-get update && apt-get install -y prometheus"
 PREALLOC_MARGIN_PCT = 5  # reserved share this close to the memory threshold: the rule may fire at idle
+UNALERTED = {
+    "errors": "no alert rule: the engines export no failed-request counter; watch the 5xx share at your gateway",
+    "throughput": "no alert rule: this engine exports no running-request gauge to scale the floor by",
+}
+"""Why a rollback criterion has no rule, by its key (``RollbackCriteria.criteria``)."""
 
 
 class AlertThresholds(Alerts):
@@ -59,19 +68,93 @@ def preallocates(chosen: Chosen) -> bool:
 
 
 def _rule(
-    name: str, expr: str, duration: str, severity: str, summary: str, description: str, labels: dict, rollback: bool
+    name: str,
+    expr: str,
+    duration: str,
+    severity: str,
+    summary: str,
+    description: str,
+    labels: dict,
+    criterion: str | None,
 ) -> dict:
+    """One alerting rule; ``criterion`` is the key of the rollback criterion it fires on (None: not a criterion)."""
+    annotations = {"summary": summary, "description": description}
+    if criterion:
+        annotations["rollback_criterion"] = criterion
     return {
         "alert": name,
         "expr": expr,
         "for": duration,
-        "labels": {"severity": severity, "rollback": "true" if rollback else "false", **labels},
-        "annotations": {"summary": summary, "description": description},
-    }
+        "labels": {"severity": severity, "rollback": "true" if criterion else "false", **labels},
+        "annotations": annotations,
+    }  # fmt: skip
 
 
-def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> dict[str, Any]:
-    """The rule file as data: one group named after the workload and configuration."""
+def rollback_alerts(doc: dict[str, Any]) -> dict[str, list[str]]:
+    """Criterion key → names of the ``rollback="true"`` rules of a rule file (as data) that fire on it."""
+    out: dict[str, list[str]] = {}
+    for group in doc.get("groups") or []:
+        for r in group.get("rules") or []:
+            key = (r.get("annotations") or {}).get("rollback_criterion")
+            if key and (r.get("labels") or {}).get("rollback") == "true":
+                out.setdefault(key, []).append(r["alert"])
+    return out
+
+
+def throughput_floor_expr(sig: Signals, crit: RollbackCriteria) -> str | None:
+    """PromQL that is non-empty where a replica serves below the floor for the requests it runs; None: no floor."""
+    per, cap = crit.per_request_tok_s, crit.baseline_running
+    if per is None or cap is None or not (sig.output_tok_s_by_instance and sig.running_by_instance):
+        return None
+    return (
+        f"{sig.output_tok_s_by_instance} < {crit.throughput_floor * per:.6g} * "
+        f"clamp_max({sig.running_by_instance}, {cap:.6g})"
+    )
+
+
+def _rollback_rules(chosen: Chosen, sig: Signals, crit: RollbackCriteria, who: str, labels: dict) -> list[dict]:
+    """The rules of the throughput floor (when it can be expressed) and of pod restarts."""
+    out = []
+    floor = throughput_floor_expr(sig, crit)
+    if floor is not None and crit.per_request_tok_s is not None:
+        out.append(
+            _rule(
+                "EngineThroughputBelowFloor",
+                floor,
+                crit.breach_for,
+                "page",
+                "output throughput below the floor for the requests running",
+                f'{who}: replica {{{{ $labels.instance }}}} serves {{{{ $value | printf "%.0f" }}}} output tok/s, '
+                f"below {crit.throughput_floor:.0%} of {crit.per_request_tok_s:,.1f} tok/s per running request "
+                f"(measured at the load that stands for it) for {duration_text(crit.breach_for)}. A rollback "
+                "criterion during a canary step.",
+                labels,
+                "throughput",
+            )
+        )
+    out.append(
+        _rule(
+            "EnginePodRestarts",
+            f"{pod_restarts(chosen.name)} > {crit.max_restarts}",
+            "1m",
+            "page",
+            f"more than {crit.max_restarts} pod restart(s) within an hour",
+            f"{who}: {{{{ $value }}}} container restart(s) of deployment {chosen.name} in the last hour. A "
+            "rollback criterion during a canary step.",
+            labels,
+            "restarts",
+        )
+    )
+    return out
+
+
+def rules(
+    chosen: Chosen, th: AlertThresholds, sig: Signals | None = None, crit: RollbackCriteria | None = None
+) -> dict[str, Any]:
+    """The rule file as data: one group named after the workload and configuration.
+
+    With ``crit`` (the rollout's rollback criteria) the throughput-floor and pod-restart rules are added.
+    """
     gpus = None if chosen.adapter.runs_on_cpu else gpu_selector(chosen.name)
     sig = sig or signals(chosen.adapter, engine_selector(chosen.served_name), gpus, th.window)
     who = f"{chosen.adapter.display_name} {chosen.version or ''} serving {chosen.served_name}".replace("  ", " ")
@@ -86,7 +169,7 @@ def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
             f'{who}: TTFT p95 is {{{{ $value | printf "%.0f" }}}} ms (SLA {th.ttft_p95_ms:g} ms) for '
             f"{duration_text(th.ttft_for)}; users feel it. A rollback criterion during a canary step.",
             labels,
-            True,
+            "ttft",
         ),
         _rule(
             "EngineQueueLong",
@@ -96,7 +179,7 @@ def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
             f"more than {th.queue_max:g} requests queued",
             f"{who}: {{{{ $value }}}} requests waiting; throughput is short, scale out or revisit batching.",
             labels,
-            False,
+            None,
         ),
         _rule(
             "EngineMetricsAbsent",
@@ -106,7 +189,7 @@ def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
             "engine exports no metrics",
             f"{who}: no `{sig.liveness}` series for {th.absent_for}; the engine is down or not scraped.",
             labels,
-            True,
+            "absent",
         ),
     ]
     if sig.kv_usage:
@@ -120,7 +203,7 @@ def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
                 f'{who}: KV cache {{{{ $value | printf "%.0f" }}}}% used; the engine is about to queue or preempt '
                 "requests: scale out, or lower max_num_seqs / max_model_len.",
                 labels,
-                False,
+                None,
             )
         )
     if sig.gpu_util_pct:
@@ -134,7 +217,7 @@ def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
                 f'{who}: pod {{{{ $labels.pod }}}} GPUs average {{{{ $value | printf "%.0f" }}}}% busy; '
                 "batching is probably misconfigured or the pod is over-provisioned.",
                 labels,
-                False,
+                None,
             )
         )
     if sig.gpu_mem_pct:
@@ -155,9 +238,11 @@ def rules(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
                 f'{who}: GPU {{{{ $labels.gpu }}}} of {{{{ $labels.pod }}}} is {{{{ $value | printf "%.1f" }}}}% '
                 "full; " + why,
                 labels,
-                False,
+                None,
             )
         )
+    if crit is not None:
+        out += _rollback_rules(chosen, sig, crit, who, labels)
     return {"groups": [{"name": f"engine-playbook-{chosen.name}", "rules": out}]}
 
 
@@ -184,12 +269,15 @@ def memory_alert_warning(chosen: Chosen, th: AlertThresholds) -> str | None:
     )
 
 
-def write_rules(path: Path, chosen: Chosen, th: AlertThresholds) -> Path:
-    """Write the rule file as YAML; returns its path."""
+def write_rules(
+    path: Path, chosen: Chosen, th: AlertThresholds, crit: RollbackCriteria | None = None, doc: dict | None = None
+) -> Path:
+    """Write the rule file as YAML (``doc``, else ``rules(chosen, th, crit=crit)``); returns its path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     header = f"# Prometheus alert rules for {chosen.spec.label} ({chosen.workload}); seed 003 §5.3 thresholds.\n"
-    path.write_text(header + yaml.safe_dump(rules(chosen, th), sort_keys=False, width=200), encoding="utf-8")
+    doc = doc if doc is not None else rules(chosen, th, crit=crit)
+    path.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=200), encoding="utf-8")
     return path
 
 

@@ -1,23 +1,22 @@
 """Checklist step 10: the canary plan, as markdown (``canary.md``).
 
-Traffic moves to the chosen configuration in steps; each step is gated by the seed 003 §5.3 limits
-(in the engine's own metric names) and by the throughput this run measured. The rollback criteria are
-``helpers.rollout.rollback``'s, the same sentences the migration plan (step 8) states and the same
-durations the alert rules wait; the runbook (common problems, recovery, scaling) is ``runbook.md``.
+Traffic moves to the chosen configuration in the rollout's one schedule (``rollback.TRAFFIC_STEPS``, which
+step 8's migration plan states too); each step is gated by the seed 003 §5.3 limits (in the engine's own
+metric names) and by the throughput this run measured, relative to the requests running. The rollback
+criteria are ``helpers.rollout.rollback``'s, the same sentences the migration plan states and the same
+durations the alert rules wait; each names the ``rollback="true"`` rule that fires on it, read from the rule
+file itself, or says that none does and where to watch it. The runbook is ``runbook.md``.
 """
 
 from __future__ import annotations
 
-from helpers.rollout.alerts import AlertThresholds
+from helpers.rollout.alerts import UNALERTED, AlertThresholds, throughput_floor_expr
 from helpers.rollout.choice import Chosen
 from helpers.rollout.launch import LaunchPlan
-from helpers.rollout.rollback import RollbackCriteria, duration_text, measured_baseline
+from helpers.rollout.rollback import TRAFFIC_STEPS, RollbackCriteria, duration_text, measured_baseline
 from helpers.rollout.scaling import AutoscalingPolicy, FleetSizing
-from helpers.rollout.series import Signals
+from helpers.rollout.series import Signals, pod_restarts
 from helpers.run.records import EngineResult
-
-# (traffic share %, minimum hold) per step; step 0 is a smoke test with no user traffic
-STEPS: list[tuple[int, str]] = [(0, "30 min"), (5, "2 h"), (25, "24 h"), (50, "24 h"), (100, "7 days")]
 
 
 def _num(v: float | None, fmt: str = "{:,.0f}", unit: str = "") -> str:
@@ -47,22 +46,27 @@ def baseline_lines(chosen: Chosen) -> list[str]:
     ]
 
 
-def gates(th: AlertThresholds, sig: Signals, crit: RollbackCriteria) -> list[tuple[str, str, str]]:
+def gates(
+    th: AlertThresholds, sig: Signals, crit: RollbackCriteria, deployment: str = ""
+) -> list[tuple[str, str, str]]:
     """(signal, PromQL, limit) rows that every step must hold; the rollback rows are the rollback criteria."""
     ttft_for, breach = duration_text(crit.ttft_for), duration_text(crit.breach_for)
     rows = [
         ("TTFT p95", f"`{sig.ttft_p95_s} * 1000`", f"≤ {crit.ttft_p95_ms:,.0f} ms (SLA); breach ≤ {ttft_for}"),
         ("Error share", "5xx ÷ all responses at the gateway", f"≤ {crit.max_error_share:.0%}; breach ≤ {breach}"),
         ("Engine metrics present", f"`{sig.liveness}`", f"missing ≤ {duration_text(crit.absent_for)}"),
-        ("Pod restarts", "`increase(kube_pod_container_status_restarts_total[1h])`", f"≤ {crit.max_restarts}"),
+        ("Pod restarts", f"`{pod_restarts(deployment)}`", f"≤ {crit.max_restarts}"),
     ]
-    if crit.floor_tok_s is not None:
-        at = f", at about {crit.baseline_concurrency} concurrent streams" if crit.baseline_concurrency else ""
+    floor = throughput_floor_expr(sig, crit)
+    if crit.floor_tok_s is not None and crit.per_request_tok_s is not None:
+        query = f"`{floor}` is empty" if floor else f"`{sig.output_tok_s}` ÷ replicas, against the requests running"
         rows.append(
             (
-                "Output throughput per replica",
-                f"`{sig.output_tok_s}` ÷ replicas{at}",
-                f"≥ {crit.floor_tok_s:,.0f} tok/s ({crit.throughput_floor:.0%} of measured); breach ≤ {breach}",
+                "Output throughput per replica, for the requests it runs",
+                query,
+                f"≥ {crit.throughput_floor:.0%} × {crit.per_request_tok_s:,.1f} tok/s × requests running (at most "
+                f"{crit.baseline_running:,.0f}): {crit.floor_at(1.0):,.0f} to {crit.floor_tok_s:,.0f} tok/s; "
+                f"breach ≤ {breach}",
             )
         )
     rows.append(("Queued requests (scale, not rollback)", f"`{sig.queue}`", f"≤ {th.queue_max:g}"))
@@ -78,7 +82,7 @@ def _scaling_lines(sizing: FleetSizing, auto: AutoscalingPolicy | None, autoscal
     if auto is not None:
         out.append(
             f"- autoscaling (`autoscaling.yaml`, KEDA): {auto.min_replicas} to {auto.max_replicas} replicas "
-            f"(min: {auto.min_basis}; max: {auto.max_basis})"
+            f"(min {auto.min_replicas}: {auto.min_basis}; max {auto.max_replicas}: {auto.max_basis})"
         )
         out += [f"  - scale out when {t.meaning}: `{t.query}` ÷ replicas > {t.threshold:g}" for t in auto.triggers]
     elif autoscaling:
@@ -86,6 +90,13 @@ def _scaling_lines(sizing: FleetSizing, auto: AutoscalingPolicy | None, autoscal
     else:
         out.append("- no autoscaling (`hardware.autoscaling: false`): the replica count is fixed")
     return out
+
+
+def _alert_text(key: str, alerted: dict[str, list[str]]) -> str:
+    names = alerted.get(key)
+    if names:
+        return "alert " + ", ".join(f"`{n}`" for n in names)
+    return UNALERTED.get(key, "no alert rule: watch it on the dashboard")
 
 
 def canary_markdown(
@@ -98,8 +109,14 @@ def canary_markdown(
     backup: EngineResult | None,
     files: dict[str, str],
     warnings: list[str],
+    alerted: dict[str, list[str]] | None = None,
 ) -> str:
-    """The canary plan for ``chosen``; ``scaling`` is (fleet sizing, autoscaling policy, autoscaling asked)."""
+    """The canary plan for ``chosen``; ``scaling`` is (fleet sizing, autoscaling policy, autoscaling asked).
+
+    ``alerted`` maps each rollback criterion's key to the ``rollback="true"`` rules of ``alerts.rules.yaml``
+    that fire on it (``alerts.rollback_alerts``); a criterion without one says so.
+    """
+    alerted = alerted or {}
     out = [
         f"# Rollout plan: {title_of(chosen)}",
         "",
@@ -113,14 +130,14 @@ def canary_markdown(
     out += ["## Files", "", *[f"- {k}: `{v}`" for k, v in files.items()], ""]
     out += ["## Traffic steps", "", "| step | traffic to the new engine | hold at least | move on when |"]
     out.append("|---|---|---|---|")
-    for i, (share, hold) in enumerate(STEPS):
+    for i, (share, hold) in enumerate(TRAFFIC_STEPS):
         when = "health Ready, metrics scraped, smoke requests answer" if share == 0 else "every gate held all along"
         out.append(f"| {i} | {share}% | {hold} | {when} |")
     out += ["", "## Gates (must hold during every step)", "", "| signal | query | limit |", "|---|---|---|"]
-    out += [f"| {s} | {q} | {lim} |" for s, q, lim in gates(th, sig, crit)]
+    out += [f"| {s} | {q} | {lim} |" for s, q, lim in gates(th, sig, crit, chosen.name)]
     fallback = (
         f"If the engine itself is at fault (not capacity), pilot the backup configuration `{backup.label}` "
-        f"({backup.engine} {backup.version or ''}) the same way."
+        f"({backup.engine} {backup.version or '(version not recorded)'}) the same way."
         if backup is not None
         else "No backup configuration was measured."
     )
@@ -128,13 +145,13 @@ def canary_markdown(
         "",
         "## Rollback criteria",
         "",
-        "Roll back when any of these holds (the same criteria as the migration plan of step 8; the alert rules "
-        'labelled `rollback="true"` fire on them):',
+        "Roll back when any of these holds (the same criteria as the migration plan of step 8). Each names the "
+        '`alerts.rules.yaml` rule labelled `rollback="true"` that fires on it, or says that none does:',
         "",
-        *[f"- {t}" for t in crit.triggers()],
+        *[f"- {c.text} — {_alert_text(c.key, alerted)}" for c in crit.criteria()],
         "",
         "Rolling back: set the new engine's traffic share to 0, keep the previous deployment serving (it stays "
-        f"scaled up until step {len(STEPS) - 1} has held), then investigate with `runbook.md`. {fallback}",
+        f"scaled up until step {len(TRAFFIC_STEPS) - 1} has held), then investigate with `runbook.md`. {fallback}",
         "",
         f"Queue and KV-cache alerts mean capacity, not a broken engine: scale out (a new replica needs about "
         f"{_num(chosen.result.ready_s if chosen.result else None, '{:,.0f}', ' s')} to become Ready) and hold "

@@ -3,8 +3,8 @@
 The Deployment's replicas are step 6's fleet sizing of the primary (``cost.json``'s ``fleet`` row:
 replicas to serve the profiled peak within the SLA), not a constant. When ``hardware.autoscaling`` is
 true, ``autoscaling.yaml`` holds a KEDA ``ScaledObject`` that scales the Deployment on the engine's
-own metrics, queried from Prometheus: in-flight requests per replica (running + waiting) against the
-concurrency one replica sustained within the SLA in this run, and KV-cache usage against
+own metrics, queried from Prometheus: in-flight requests per replica (running + waiting) against what
+one replica held in flight at its SLA capacity in this run (``benchmark.in_flight``), and KV-cache usage against
 ``rollout.autoscaling.kv_usage_target``. KEDA's Prometheus trigger divides the query's value by the
 threshold, so both queries are sums over the deployment and the thresholds are per replica.
 kubernetes-validate has no schema for KEDA's custom resources: ``validate_autoscaling`` says so, and
@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from helpers.benchmark.in_flight import in_flight
 from helpers.core.config import PlaybookConfig
 from helpers.rollout.alerts import check_expressions
 from helpers.rollout.choice import Chosen
@@ -83,9 +84,12 @@ def fleet_sizing(cost: dict[str, Any] | None, label: str) -> FleetSizing:
                        from_fleet=True)  # fmt: skip
 
 
-def _baseline_concurrency(chosen: Chosen) -> int | None:
-    rep = chosen.representative
-    return int(rep.concurrency) if rep is not None and rep.concurrency else None
+def _baseline_in_flight(chosen: Chosen) -> tuple[int, str] | None:
+    """Requests one replica held in flight (running + waiting) at its standing measurement, and how known."""
+    held = in_flight(chosen.result) if chosen.representative is not None else None
+    if held is None or held.total < 1:
+        return None
+    return round(held.total), held.text()
 
 
 def policy(
@@ -94,15 +98,16 @@ def policy(
     """The autoscaling policy for ``chosen``; None when no engine signal can drive it."""
     a = cfg.rollout.autoscaling
     triggers = []
-    c = _baseline_concurrency(chosen)
-    if c and sig.running:
+    held = _baseline_in_flight(chosen)
+    if held and sig.running:
+        c, how = held
         triggers.append(
             Trigger(
                 name="in-flight-requests",
                 query=f"{sig.running} + {sig.queue}",
                 threshold=float(c),
-                meaning=f"running + waiting requests per replica above {c}, the concurrency one replica served "
-                "within the SLA in this run",
+                meaning=f"running + waiting requests per replica above {c}, what one replica held in flight at "
+                f"the load that stands for it in this run ({how})",
             )
         )
     if sig.kv_usage_sum:
@@ -122,11 +127,16 @@ def policy(
         lo, lo_basis = a.min_replicas, "rollout.autoscaling.min_replicas"
     elif mean and peak and sizing.from_fleet:
         lo = max(1, math.ceil(sizing.replicas * mean / peak))
-        lo_basis = f"{sizing.replicas} replica(s) at the peak × mean/peak traffic ({mean:g} / {peak:g} req/s)"
+        lo_basis = (
+            f"⌈{sizing.replicas} × {mean:g}/{peak:g}⌉, the {sizing.replicas} replica(s) sized at the peak scaled to "
+            f"mean traffic ({mean:g} of {peak:g} req/s)"
+        )
     else:
-        lo, lo_basis = 1, "1 (no mean traffic given: workload.mean_requests_per_s)"
+        lo, lo_basis = 1, "no mean traffic given (workload.mean_requests_per_s)"
     hi = max(lo, math.ceil(sizing.replicas * a.headroom))
-    hi_basis = f"{sizing.replicas} replica(s) sized at the peak × headroom {a.headroom:g}"
+    hi_basis = f"⌈{sizing.replicas} × {a.headroom:g}⌉, the {sizing.replicas} replica(s) sized at the peak × headroom"
+    if hi == lo and hi != math.ceil(sizing.replicas * a.headroom):
+        hi_basis += f" (raised to the minimum, {lo})"
     return AutoscalingPolicy(
         min_replicas=lo,
         max_replicas=hi,

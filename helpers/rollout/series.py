@@ -57,6 +57,8 @@ class Signals:
     gpu_util_pct: str | None  # per pod, averaged over its GPUs
     gpu_mem_pct: str | None  # per GPU
     kv_usage_sum: str | None = None  # 0-1 per replica, summed over replicas (autoscaling divides by replicas)
+    output_tok_s_by_instance: str | None = None  # output tok/s of each scraped engine (one replica)
+    running_by_instance: str | None = None  # requests running in each engine, averaged over the window
 
 
 def _sel(name: str, selector: str) -> str:
@@ -106,7 +108,16 @@ def signals(adapter: EngineAdapter, engine_selector: str, gpu_selector: str | No
         gpu_util_pct=gpu_util,
         gpu_mem_pct=gpu_mem,
         kv_usage_sum=f"sum({_sel(m.kv_usage, es)})" if m.kv_usage else None,
+        output_tok_s_by_instance=f"sum by (instance) (rate({_sel(gen, es)}[{window}]))",
+        running_by_instance=(
+            f"sum by (instance) (avg_over_time({_sel(m.running, es)}[{window}]))" if m.running else None
+        ),
     )
+
+
+def pod_restarts(deployment: str) -> str:
+    """Container restarts of the deployment's pods over the last hour (kube-state-metrics)."""
+    return f'sum(increase(kube_pod_container_status_restarts_total{{pod=~"{gpu_selector(deployment)}"}}[1h]))'
 
 
 def engine_selector(served_name: str) -> str:
@@ -115,5 +126,5 @@ def engine_selector(served_name: str) -> str:
 
 
 def gpu_selector(deployment: str) -> str:
-    """The regex of the deployment's pod names, as the DCGM exporter labels them (Kubernetes pod mapping)."""
+    """The regex of the deployment's pod names (as the DCGM exporter and kube-state-metrics label them)."""
     return f"{deployment}-.*"

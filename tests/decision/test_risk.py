@@ -91,7 +91,9 @@ def test_migration_plan_reads_the_adapters():
     assert ch.loc["metric: waiting", "to"] == dst.metrics.waiting
     assert ch.loc["metrics path", "from"] == "/prometheus/metrics"
     assert any("2,000 ms" in t for t in plan["rollback_triggers"])
-    assert any("417" in t for t in plan["rollback_triggers"])  # the backup's measured tuned throughput
+    assert not any("tok/s" in t for t in plan["rollback_triggers"])  # without the results: no measured floor
+    plan = migration_plan(d, c, results(VLLM, SGLANG, TRT))
+    assert any("417 tok/s with 10 running" in t for t in plan["rollback_triggers"])  # the backup's measurement
     assert plan["effort_days"] == pytest.approx(plan["effort"]["days"].sum())
 
 

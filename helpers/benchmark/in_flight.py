@@ -1,0 +1,66 @@
+"""Requests in flight at the measurement that stands for a configuration: what its engine really held.
+
+The trials at a configuration's SLA capacity (or at its fixed load) record the engine's own running and
+waiting request gauges (``Point.server``, sampled from ``/metrics``). Their mean over the standing trials is
+the concurrency one replica sustained within the SLA. The decision tree reads it as the workload's
+concurrency when it exists (seed 003 §3.3: "50+ concurrent requests"), the rollback floor divides the
+measured throughput by it (output tok/s per running request), and the autoscaling trigger holds each replica
+to it. A closed-loop trial without server samples falls back to its streams, said as such.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from helpers.benchmark.sla import standing_trials
+from helpers.run.records import EngineResult
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """Requests one replica held during the standing trials: running (in the batch) and waiting, means."""
+
+    label: str
+    running: float
+    waiting: float
+    running_max: float | None
+    trials: int
+    source: str  # "engine metrics" or "closed-loop streams"
+
+    @property
+    def total(self) -> float:
+        """Running plus waiting requests (the engine's in-flight count)."""
+        return self.running + self.waiting
+
+    def text(self) -> str:
+        """In words, e.g. ``62 running + 0 waiting on average over 2 trial(s) (peak 122 running; engine metrics)``."""
+        peak = f"peak {self.running_max:,.0f} running; " if self.running_max is not None else ""
+        return (
+            f"{self.running:,.0f} running + {self.waiting:,.0f} waiting on average over {self.trials} trial(s) "
+            f"of {self.label} ({peak}{self.source})"
+        )
+
+
+def in_flight(result: EngineResult | None) -> InFlight | None:
+    """The requests ``result``'s engine held during its standing trials; None without trials."""
+    if result is None:
+        return None
+    trials = standing_trials(result)
+    if not trials:
+        return None
+    sampled = [p for p in trials if p.server.running_mean is not None]
+    if sampled:
+        peaks = [p.server.running_max for p in sampled if p.server.running_max is not None]
+        return InFlight(
+            label=result.label,
+            running=statistics.mean(float(p.server.running_mean or 0.0) for p in sampled),
+            waiting=statistics.mean(float(p.server.queue_mean or 0.0) for p in sampled),
+            running_max=max(peaks) if peaks else None,
+            trials=len(sampled),
+            source="engine metrics",
+        )
+    cap = result.capacity
+    if cap is not None and cap.axis == "concurrency" and cap.trial_load:
+        return InFlight(result.label, float(cap.trial_load), 0.0, None, len(trials), "closed-loop streams")
+    return None
