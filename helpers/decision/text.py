@@ -14,8 +14,19 @@ import pandas as pd
 
 from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
+from helpers.decision.departures import concurrency_evidence, departures
 from helpers.decision.evidence import compare_best
-from helpers.decision.tree import DISPLAY, DecisionResult, EngineScore, Phase, TreeStep, rank_candidates, rubric
+from helpers.decision.tree import (
+    DISPLAY,
+    WEIGHTS,
+    DecisionResult,
+    EngineScore,
+    Phase,
+    TreeStep,
+    rank_candidates,
+    reuse_evidence,
+    rubric,
+)
 from helpers.run.records import EngineResult
 from helpers.workload.facts import facts_of
 
@@ -71,20 +82,22 @@ def config_warnings(cfg: PlaybookConfig, profile: Any, tree_family: str, results
     frequent_updates = cfg.cadence.updates_per_month >= cfg.decision.frequent_updates_per_month
     if ratio is not None and ratio >= cfg.decision.prefix_reuse_threshold and frequent_updates:
         w.append(
-            "Edge case the seed leaves to judgement (seed 003 §6.3): heavy prefix reuse (SGLang's case) with "
-            "frequent model updates (vLLM's case); weigh the measured prefix-cache gain against the update cost."
+            "Edge case the tree does not weigh (the playbook's flag; seed 003 §3.5 leaves such cases to judgement): "
+            "heavy prefix reuse (SGLang's case) with frequent model updates (vLLM's case, where the tree stops "
+            "first); weigh the measured prefix-cache gain against the update cost."
         )
     if cfg.sla.ttft_p95_ms < 100:
         w.append(
             f"Edge case the seed leaves to judgement (seed 003 §6.3): an SLA under 100 ms "
             f"(TTFT p95 ≤ {cfg.sla.ttft_p95_ms:g} ms) is a latency-first deployment; the tree does not cover it."
         )
-    conc = facts.concurrency_p99
-    frequent = cfg.cadence.updates_per_month >= cfg.decision.frequent_updates_per_month
-    if conc is not None and conc >= cfg.decision.high_concurrency and frequent:
+    conc, _, conc_words = concurrency_evidence(profile, results)
+    if conc is not None and conc >= cfg.decision.high_concurrency and frequent_updates:
         w.append(
-            "Edge case the seed leaves to judgement: high concurrency with frequent model updates "
-            "(TensorRT-LLM's speed vs its rebuilds); weigh the break-even table."
+            "Edge case the seed leaves to judgement (seed 003 §3.5: 超高并发但模型频繁更新, very high concurrency "
+            f"with frequent model updates): concurrency {conc:,.0f} ({conc_words}) with "
+            f"{cfg.cadence.updates_per_month:g} update(s)/month; TensorRT-LLM's speed against its rebuilds: weigh "
+            "the break-even table."
         )
     for r in results:
         if r.status in ("failed", "skipped"):
@@ -275,6 +288,9 @@ def build_answer(
 ) -> DecisionResult:
     """Assemble the ``DecisionResult`` from the tree, the scores and the cost tables."""
     warnings = config_warnings(cfg, profile, tree_family, results)
+    reuse = reuse_evidence(profile, results)[0]
+    departed = departures(cfg, steps, WEIGHTS, concurrency_evidence(profile, results), reuse)
+    warnings += [f"Borderline: {x.report}; {x.why}." for x in departed if x.borderline]
     measured = any(s.measured for s in scores)
     primary, backup = _pick(scores, tree_family, warnings)
     eligible = {s.label for s in scores if s.eligible}
@@ -341,6 +357,7 @@ def build_answer(
         "verdict": verdict,
         "contradiction": contradiction,
         "rubric": rubric(),
+        "departures": departed,
     }
     res["sentences"] = _sentences(res, steps, scores)
     res["phase_plan"] = phase_plan(cfg, profile, res, scores)

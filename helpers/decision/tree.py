@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from helpers.benchmark.sla import representative
 from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
+from helpers.decision.departures import Departure, concurrency_evidence
 from helpers.decision.evidence import EvidenceVerdict
 from helpers.environment.team import BIG_TEAM_ABOVE, SMALL_TEAM_BELOW, team_leaning, team_size_class
 from helpers.run.records import Artifact, EngineResult
@@ -147,6 +148,9 @@ class DecisionResult(Artifact):
     verdict: EvidenceVerdict | None = Field(default=None, description="The two best compared with their noise.")
     contradiction: str | None = Field(default=None, description="Where the measurement overrules the seed's tree.")
     rubric: dict[str, Any] = Field(default_factory=dict, description="The scoring rubric: fit table and weights.")
+    departures: list[Departure] = Field(
+        default_factory=list, description="Where this report departs from the seed, and borderline inputs."
+    )
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Return the tables behind the answer: path, scores, evidence, break_even."""
@@ -221,12 +225,12 @@ def reuse_evidence(profile: Any, results: list[EngineResult] | None = None) -> t
 def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | None = None) -> list[TreeStep]:
     """Walk the four steps of seed 003 §3.5; steps after the one that decides are recorded as not reached.
 
-    Step 3's reuse is ``reuse_evidence``: what step 5 achieved on a structured replay when ``results`` hold one.
+    Step 3's reuse is ``reuse_evidence``: what step 5 achieved on a structured replay when ``results`` hold one;
+    its concurrency is ``departures.concurrency_evidence``: in flight at the SLA capacity when measured.
     """
-    facts = facts_of(profile)
     d, hw, cad, team = cfg.decision, cfg.hardware, cfg.cadence, cfg.team
     ratio, ratio_key, kind = reuse_evidence(profile, results)
-    conc = facts.concurrency_p99
+    conc, conc_key, conc_words = concurrency_evidence(profile, results)
     ratio = None if ratio is None else round(float(ratio), 2)
     conc = None if conc is None else round(float(conc))
     frequent = cad.updates_per_month >= d.frequent_updates_per_month or cad.concurrent_models > 1
@@ -241,6 +245,9 @@ def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | No
             if ratio is None
             else f"{kind} {ratio:.2f} < threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}); falls through"
         )
+        if conc is not None:
+            band = "high" if wl == "high_concurrency" else "low (below it counts as low here)"
+            wl_reason += f"; concurrency {conc:,} ({conc_words}) is {band} against {d.high_concurrency}"
     tc = _team_condition(cfg)
     who = f"{team.size} engineers, MLOps maturity {team.mlops_maturity}"
     team_reason = {
@@ -250,7 +257,6 @@ def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | No
         f"big > {BIG_TEAM_ABOVE}), no clear leaning; vLLM by default, the measurements may overrule",
     }[tc]
     upd, models, nv = "cadence.updates_per_month", "cadence.concurrent_models", hw.vendors == "nvidia-only"
-    conc_key = "profile.concurrency_p99"
     steps = [
         TreeStep(
             step=1,

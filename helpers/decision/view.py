@@ -35,6 +35,7 @@ def show(ctx: Context, d: DecisionResult) -> None:
         say("The measurements overrule the decision tree: see the scores below.", "warn")
     tables = d.tables()
     show_table(tables["path"], "Decision tree (seed 003 §3.5): the inputs each branch used")
+    show_departures(d)
     show_table(tables["scores"], "Scores per engine configuration (four dimensions + measured cost + SLA)")
     show_table(rubric_table(d), "The scoring rubric: each dimension's weight, and the fit of each engine family")
     show_table(tables["evidence"], "Measured evidence behind the answer")
@@ -43,6 +44,22 @@ def show(ctx: Context, d: DecisionResult) -> None:
     show_table(pd.DataFrame([{"reason": r} for r in d.reasons]), "Reasons")
     if d.phase_plan:
         show_table(pd.DataFrame([p.model_dump(mode="json") for p in d.phase_plan]), "Three-phase plan (seed 000 §5.4)")
+
+
+def departures_table(d: DecisionResult) -> pd.DataFrame:
+    """The decision's departures from the seed, one row each (borderline inputs marked)."""
+    return pd.DataFrame(
+        [{"topic": x.topic, "the seed says": x.seed, "this report": x.report, "why / what it changes": x.why}
+         for x in d.departures]
+    )  # fmt: skip
+
+
+def show_departures(d: DecisionResult) -> None:
+    """Where this report departs from the seed: a table, or a note that an older decision recorded none."""
+    if not d.departures:
+        say("This decision was recorded before the report listed its departures from the seed.", "missing")
+        return
+    show_table(departures_table(d), "Where this report departs from the seed")
 
 
 def risk(ctx: Context, d: DecisionResult) -> RiskRecord:
