@@ -37,6 +37,7 @@ class EngineSnapshot(_Model):
     version: str | None = None
     status: str | None = None
     representative: str | None = Field(default=None, description="Identity of the representative measurement.")
+    source: str | None = Field(default=None, description="capacity, fixed, grid or none: what kind it is.")
     concurrency: int | None = None
     output_tok_s: float | None = None
     ttft_ms_p95: float | None = None
@@ -93,6 +94,7 @@ def _engine_snapshot(summary: RunSummary, e: EngineSummary) -> EngineSnapshot:
         version=e.version,
         status=e.status,
         representative=rep.key if rep is not None else None,
+        source=rep.source if rep is not None else None,
         concurrency=rep.concurrency if rep is not None else None,
         output_tok_s=out,
         ttft_ms_p95=rep.ttft_ms_p95.mean if rep is not None and rep.ttft_ms_p95 is not None else None,
@@ -148,6 +150,39 @@ def _rel(before: float | None, now: float | None) -> float | None:
     return (now - before) / before
 
 
+MEASURED_AS = {"capacity": "capacity trials", "fixed": "fixed-load trials", "grid": "a grid point", "none": "nothing"}
+
+
+def _measured_as(e: EngineSnapshot) -> str:
+    load = f" at concurrency {e.concurrency}" if e.concurrency and e.source in ("fixed", "grid") else ""
+    return MEASURED_AS.get(e.source or "none", e.source or "nothing") + load
+
+
+def not_comparable(before: EngineSnapshot, now: EngineSnapshot) -> str | None:
+    """Why two representatives cannot be compared as a change (another kind of measurement or load); None: they can.
+
+    Throughput, TTFT and $/M tokens at an SLA capacity answer another question than at a grid point or a fixed
+    load: a change between them is the change of method, not of the engine.
+    """
+    same = before.source == now.source and (before.source == "capacity" or before.concurrency == now.concurrency)
+    return None if same else f"{_measured_as(before)} before, {_measured_as(now)} now"
+
+
+def change_text(change: Any) -> str:
+    """A relative change (a fraction) as a signed percentage, ``-0.744`` → ``-74.4%``; ``–`` for none."""
+    if change is None or (isinstance(change, float) and math.isnan(change)):
+        return "–"
+    return f"{float(change):+.1%}"
+
+
+def changes_for_people(df: pd.DataFrame) -> pd.DataFrame:
+    """``ReviewResult.changes()`` with every change column as a percentage (never formatted as money)."""
+    out = df.copy()
+    for col in (c for c in out.columns if str(c).endswith(" change")):
+        out[col] = out[col].map(change_text).astype(object)
+    return out
+
+
 # metric → (column stem, higher is better, unit format)
 METRICS: dict[str, tuple[str, bool, str]] = {
     "output_tok_s": ("output throughput", True, "{:,.0f} tok/s"),
@@ -177,22 +212,29 @@ class ReviewResult(_Model):
         return self.flags + self.notes
 
     def changes(self) -> pd.DataFrame:
-        """One row per configuration: version, throughput, TTFT p95 and $/Mtok, before and now, with changes."""
+        """One row per configuration: version, throughput, TTFT p95 and $/Mtok, before and now, with changes.
+
+        A change is a fraction (``changes_for_people`` writes it as %); it is None where the two representatives
+        are not comparable (``not_comparable``), and the ``compared`` column says why.
+        """
         if self.previous is None:
             return pd.DataFrame()
         rows = []
         for b, n in _pairs(self.previous.engines, self.current.engines):
+            why = not_comparable(b, n) if b and n else None
             row: dict[str, Any] = {
                 "label": (n or b).label,
                 "engine": (n or b).engine,
                 "version before": b.version if b else None,
                 "version now": n.version if n else None,
-                "concurrency before": b.concurrency if b else None,
-                "concurrency now": n.concurrency if n else None,
+                "measured as before": _measured_as(b) if b else None,
+                "measured as now": _measured_as(n) if n else None,
             }
             for key, (stem, _, _) in METRICS.items():
                 vb, vn = (getattr(b, key) if b else None), (getattr(n, key) if n else None)
-                row[f"{stem} before"], row[f"{stem} now"], row[f"{stem} change"] = vb, vn, _rel(vb, vn)
+                row[f"{stem} before"], row[f"{stem} now"] = vb, vn
+                row[f"{stem} change"] = None if why else _rel(vb, vn)
+            row["compared"] = f"not comparable: {why}" if why else ("yes" if b and n else "–")
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -271,7 +313,12 @@ def review(
             notes.append(f"Configuration {e.label} ({e.engine}) {'added' if b is None else 'no longer measured'}.")
             continue
         if b.version != n.version:
-            notes.append(f"{n.label}: {n.engine} {b.version or '?'} → {n.version or '?'}.")
+            notes.append(f"{n.label}: {n.engine} {b.version or 'version not recorded'} → "
+                         f"{n.version or 'version not recorded'}.")  # fmt: skip
+        why = not_comparable(b, n)
+        if why:
+            notes.append(f"{n.label}: not compared ({why}); the next review compares like with like.")
+            continue
         for key, (stem, higher_better, fmt) in METRICS.items():
             vb, vn = getattr(b, key), getattr(n, key)
             change = _rel(vb, vn)

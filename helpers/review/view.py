@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers.report.index import archived_runs
 from helpers.report.notebook import Context, say, show_figure, show_table
-from helpers.review.compare import ReviewResult, currency_sentences, version_currency
+from helpers.review.compare import ReviewResult, changes_for_people, currency_sentences, version_currency
 from helpers.review.compare import review as review_runs
 from helpers.review.records import ReviewRecord
 from helpers.review.trend import trend_figure
@@ -29,7 +29,7 @@ def show_review(ctx: Context, res: ReviewResult) -> None:
     for n in res.notes:
         say(n, "note")
     for title, df in (
-        ("Changes since the previous run", res.changes()),
+        ("Changes since the previous run (changes in %)", changes_for_people(res.changes())),
         ("Decisions over time", res.decision_table()),
         ("History", res.history_table()),
     ):

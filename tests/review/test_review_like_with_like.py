@@ -1,0 +1,49 @@
+"""The review prints relative changes as percentages and compares only measurements of the same kind.
+
+On the archived 70B runs: the run of 2026-11-29 had a grid point at concurrency 10 (schema 1), the run of
+2026-12-03 has capacity trials. Their throughputs answer different questions, so no change is computed.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from helpers.core.config import load_config
+from helpers.report.tables import for_people, table_html
+from helpers.review.compare import changes_for_people, review
+from helpers.run.summary import read_summary
+
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
+OLD, NEW = REPORTS / "h200-20261129-chat-70b-fp8", REPORTS / "h200-20261203-chat-70b-fp8"
+
+
+def _review(before, now):
+    return review(now, [before, now], load_config(NEW / "config.yaml"))
+
+
+def test_a_grid_point_and_capacity_trials_are_not_compared_as_a_change():
+    res = _review(read_summary(OLD / "summary.json"), read_summary(NEW / "summary.json"))
+    ch = res.changes().set_index("label")
+    assert ch.loc["vLLM 0.26.0", "measured as before"] == "a grid point at concurrency 10"
+    assert ch.loc["vLLM 0.26.0", "measured as now"] == "capacity trials"
+    assert ch["output throughput change"].isna().all() and ch["$/M output tokens change"].isna().all()
+    assert ch.loc["vLLM 0.26.0", "compared"].startswith("not comparable: a grid point at concurrency 10 before")
+    assert not any("Regression" in f and "throughput" in f for f in res.flags)  # 410 → 1,600 tok/s is no gain
+    assert any("vLLM 0.26.0: not compared (a grid point" in n for n in res.notes)
+
+
+def test_changes_are_percentages_never_dollars():
+    now = read_summary(NEW / "summary.json")
+    before = copy.deepcopy(now)
+    before.run_id, before.created_utc = "earlier", "2026-12-01T00:00:00+00:00"
+    for e in before.engines:  # the same kind of measurement, 4x dearer per token
+        if e.usd_per_mtok_output:
+            e.usd_per_mtok_output *= 4
+    res = _review(before, now)
+    shown = changes_for_people(res.changes())
+    cost = shown.set_index("label").loc["vLLM 0.26.0", "$/M output tokens change"]
+    assert cost == "-75.0%"
+    html = table_html(for_people(shown))
+    assert "-75.0%" in html and "$-" not in html and "$-0.75" not in html
+    assert any("$/M output tokens" in f for f in res.flags) is False  # cheaper is no regression
