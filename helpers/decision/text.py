@@ -153,6 +153,12 @@ def _boundary(primary: str, backup: str | None, be: list[dict[str, Any]]) -> str
     return "no faster-but-harder configuration pays off, so the choice rests on the tree and the SLA"
 
 
+def _named(row: dict[str, Any]) -> str:
+    """The label in backticks and its engine in brackets, unless the label already names the engine."""
+    name = DISPLAY[row["family"]]
+    return f"`{row['label']}`" if name.lower() in row["label"].lower() else f"`{row['label']}` ({name})"
+
+
 def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineScore]) -> list[str]:
     """Write the four-sentence answer: conclusion, 2-3 sentences of derivation, one of cost/boundary."""
     end = next(s for s in steps if s.step == res["tree_end_step"])
@@ -171,8 +177,8 @@ def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineSc
     p, b = ev[res["primary"]], ev.get(res["backup"] or "")
     sla = _f("sla_ttft_p95_ms", p["sla_ttft_p95_ms"])
     out = [
-        f"Use `{p['label']}` ({DISPLAY[p['family']]}) as the primary engine"
-        + (f" and `{b['label']}` ({DISPLAY[b['family']]}) as the backup." if b else "; no backup was measured."),
+        f"Use {_named(p)} as the primary engine"
+        + (f" and {_named(b)} as the backup." if b else "; no backup was measured."),
         tree_s,
     ]
     meas = (

@@ -10,13 +10,14 @@ from __future__ import annotations
 import pandas as pd
 
 from helpers.core.config import EngineSpec, PlaybookConfig
+from helpers.core.paths import repo_relative
 from helpers.engines import EngineAdapter, get_engine
 from helpers.launchers import LAUNCHERS
 from helpers.tools.engine_setup import setup_hint
 
 
 def engine_status(spec: EngineSpec) -> dict[str, object]:
-    """One engine configuration's readiness row."""
+    """One engine configuration's readiness row; a path in the repository is written from its root (``./``)."""
     adapter = get_engine(spec.engine)
     state, version, detail = LAUNCHERS[spec.launcher.kind].readiness(adapter, spec)
     return {
@@ -25,7 +26,7 @@ def engine_status(spec: EngineSpec) -> dict[str, object]:
         "launcher": spec.launcher.kind,
         "status": state,
         "version": version,
-        "detail": detail,
+        "detail": repo_relative(detail),
         "how to install": "" if state == "ready" else _install_hint(adapter, spec),
     }
 

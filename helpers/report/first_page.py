@@ -3,9 +3,10 @@
 Built only from ``summary.json`` (schema 2): the four-sentence answer as plain text (identifiers are no
 longer wrapped in backticks), the contradiction with the seed's tree when the measurement overrules it,
 a confidence line (what decided, with the interval and the requests behind it), one chart of output
-per GPU against TTFT p95 for every configuration with the SLA line and the recommended one marked,
-the figures that decided with units and intervals, what would change the decision, and what this run
-did not measure.
+per GPU (per replica on a CPU run: ``output_unit``) against TTFT p95 for every configuration with the
+SLA line and the recommended one marked, the figures that decided with units and intervals, what would
+change the decision (the edge cases, borderline inputs, and the break-even of the primary against the
+configurations still in contention: ``break_even_lines``), and what this run did not measure.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import io
 from typing import Any
 
 from helpers.core.config_engines import placeholder_weights
+from helpers.engines import ENGINES
 from helpers.report.notebook import esc
 from helpers.run.records import Representative
 from helpers.run.summary import RunSummary
@@ -25,6 +27,17 @@ def plain(text: str) -> str:
     return text.replace("`", "")
 
 
+def on_cpu(summary: RunSummary) -> bool:
+    """Whether every measured configuration of the run ran on a CPU engine (no GPU to divide by)."""
+    engines = [e.engine for e in summary.engines if e.representative and e.representative.output_tok_s]
+    return bool(engines) and all(name in ENGINES and ENGINES[name].runs_on_cpu for name in engines)
+
+
+def output_unit(summary: RunSummary) -> str:
+    """``per GPU``, or ``per CPU replica`` when the run measured CPU engines only."""
+    return "per CPU replica" if on_cpu(summary) else "per GPU"
+
+
 def _per_gpu(summary: RunSummary, label: str, rep: Representative) -> float:
     engine = next((e for e in summary.config.get("engines") or [] if e.get("label") == label), {})
     tp = rep.knobs.get("tensor_parallel") or (engine.get("knobs") or {}).get("tensor_parallel") or 1
@@ -32,7 +45,7 @@ def _per_gpu(summary: RunSummary, label: str, rep: Representative) -> float:
 
 
 def tradeoff_png(summary: RunSummary) -> str | None:
-    """A data URI of the chart: output tok/s per GPU (x) against TTFT p95 (y), SLA line, primary starred."""
+    """A data URI of the chart: output tok/s per GPU or CPU replica (x), TTFT p95 (y), SLA line, primary starred."""
     # heavy; imported only where a figure is drawn
     import matplotlib.pyplot as plt
 
@@ -54,7 +67,7 @@ def tradeoff_png(summary: RunSummary) -> str | None:
                     capsize=3, label=label + (" (recommended)" if star else ""))  # fmt: skip
     if sla:
         ax.axhline(sla, color="grey", linestyle="--", label=f"SLA {sla:,.0f} ms")
-    ax.set_xlabel("output tok/s per GPU")
+    ax.set_xlabel(f"output tok/s {output_unit(summary)}")
     ax.set_ylabel("TTFT p95 (ms)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
@@ -102,6 +115,18 @@ def _not_measured(summary: RunSummary) -> list[str]:
     return out
 
 
+def break_even_lines(decision: dict[str, Any]) -> list[str]:
+    """The break-even verdicts of the primary against the configurations still in contention (eligible ones)."""
+    primary = decision.get("primary")
+    eligible = {s.get("label") for s in decision.get("scores") or [] if s.get("eligible")}
+    out = []
+    for b in decision.get("break_even") or []:
+        pair = {b.get("harder"), b.get("easier")}
+        if b.get("verdict") and primary in pair and (pair - {primary}) <= eligible:
+            out.append(plain(b["verdict"]))
+    return out
+
+
 def first_page_html(summary: RunSummary) -> str:
     """The first page's HTML (every user-supplied string escaped)."""
     decision = summary.decision or {}
@@ -118,14 +143,19 @@ def first_page_html(summary: RunSummary) -> str:
         parts.append(f"<p class='pb-note'><b>Confidence:</b> {esc(plain(verdict['text']))}</p>")
     chart = tradeoff_png(summary)
     if chart:
-        parts.append(f"<img alt='output per GPU against TTFT p95 for every configuration' src='{chart}'>")
+        alt = f"output {output_unit(summary)} against TTFT p95 for every configuration"
+        parts.append(f"<img alt='{esc(alt)}' src='{chart}'>")
     rows = "".join(f"<tr>{''.join(f'<td>{esc(c)}</td>' for c in r)}</tr>" for r in _deciding_rows(summary))
     parts.append(
         "<table class='pb-meta'><thead><tr><th>configuration</th><th>throughput (95% CI)</th><th>cost</th>"
         f"<th>measured as</th></tr></thead><tbody>{rows}</tbody></table>"
     )
-    change = [plain(w) for w in decision.get("warnings") or [] if "Edge case" in w or "break-even" in w.lower()]
-    change += [plain(b["verdict"]) for b in decision.get("break_even") or [] if b.get("verdict")]
+    change = [
+        plain(w)
+        for w in decision.get("warnings") or []
+        if "Edge case" in w or "break-even" in w.lower() or w.startswith("Borderline")
+    ]
+    change += break_even_lines(decision)
     if change:
         items = "".join(f"<li>{esc(c)}</li>" for c in change)
         parts.append(f"<p><b>What would change the decision</b></p><ul>{items}</ul>")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import nbformat
 
 from helpers.report.first_page import first_page_html
-from helpers.report.index import hardware_text
+from helpers.report.index import configuration_head, hardware_text
 from helpers.report.notebook import STEP_TITLES, esc
 from helpers.run.summary import parse_summary
 
@@ -39,7 +39,8 @@ def _header_html(summary: dict[str, Any], failures: dict[str, str]) -> str:
     hw = summary.get("hardware") or {}
     hw_text = hardware_text(hw)
     engines = ", ".join(
-        f"{e['label']} ({e['engine']} {e.get('version') or '?'}: {e['status']})" for e in summary.get("engines", [])
+        f"{configuration_head(e['label'], e['engine'], e.get('version'))}: {e.get('status')}"
+        for e in summary.get("engines", [])
     )
     meta = [
         ("Run", summary.get("run_id")),

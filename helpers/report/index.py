@@ -36,9 +36,15 @@ def hardware_text(h: dict[str, Any]) -> str:
     return f"no GPU; {cores} CPU threads"
 
 
+def configuration_head(label: str, engine: str, version: str | None) -> str:
+    """``label (engine version)``, leaving out what the label already says; a missing version is said so."""
+    said = bool(version) and str(version) in label and engine.split("-")[0].lower() in label.lower()
+    return label if said else f"{label} ({engine} {version or 'version not recorded'})"
+
+
 def engine_text(e: EngineSummary) -> str:
     """One configuration of a run with its representative measurement (the one every output uses)."""
-    head = f"{e.label} ({e.engine} {e.version or '?'})"
+    head = configuration_head(e.label, e.engine, e.version)
     rep = e.representative
     if rep is None or rep.output_tok_s is None:
         return f"{head}: {e.status or 'not measured'}"

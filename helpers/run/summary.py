@@ -1,10 +1,12 @@
 """``summary.json``: the versioned, typed record of a run, read by the reports index and the quarterly review.
 
 Schema 2 (this module's ``RunSummary``) names, per engine configuration, the representative measurement
-that every output uses (``helpers.benchmark.sla.representative``) and its $/M output tokens as step 6
-priced it. ``read_summary`` also reads schema 1 (runs archived before schema 2): their stored
-representative point becomes a ``Representative`` of source ``grid``, and its price is taken from the
-summary's cost section the way the old review did.
+that every output uses (``helpers.benchmark.sla.representative``), its $/M output tokens as step 6
+priced it and its quality-gate outcome (``quality.json``, which decides eligibility; the whole gate is
+in ``quality``). A version the engine result lacks (a result rebuilt from its points) is taken from step
+4's engine environments, and ``version_source`` says where it came from. ``read_summary`` also reads
+schema 1 (runs archived before schema 2): their stored representative point becomes a ``Representative``
+of source ``grid``, and its price is taken from the summary's cost section the way the old review did.
 """
 
 from __future__ import annotations
@@ -54,8 +56,12 @@ class EngineSummary(_Model):
     label: str
     engine: str
     version: str | None = None
+    version_source: str = Field(default="", description="engine result, step 4 engine environment, or empty.")
     status: str | None = None
     reason: str | None = None
+    quality_gate: str | None = Field(
+        default=None, description="passed, FAILED or not measured (step 5's quality gate); None: no gate recorded."
+    )
     cold_start_s: float | None = None
     ready_s: float | None = None
     kv_capacity_tokens: int | None = None
@@ -84,6 +90,7 @@ class RunSummary(Artifact):
     points: list[dict[str, Any]] = Field(default_factory=list, description="Every measured point, flat.")
     profile: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None
+    quality: dict[str, Any] | None = Field(default=None, description="Step 5's quality gate (quality.json).")
     decision: dict[str, Any] | None = None
     risk: list[dict[str, Any]] = Field(default_factory=list)
     review_flags: list[str] = Field(default_factory=list)
@@ -150,6 +157,23 @@ def _priced(cost: dict[str, Any] | None, label: str, point: dict[str, Any] | Non
     return None, "no priced measurement"
 
 
+def _version(result: EngineResult, recorded: dict[Any, Any]) -> tuple[str | None, str]:
+    """The engine version of ``result``, else the one step 4 found for its configuration, with where it is from."""
+    if result.version:
+        return result.version, "engine result"
+    found = recorded.get(result.label)
+    return (str(found), "step 4 engine environment") if found else (None, "")
+
+
+def _gate(quality: dict[str, Any] | None, label: str) -> str | None:
+    """The quality gate's outcome for ``label`` from ``quality.json`` (None when the run has no gate record)."""
+    if not isinstance(quality, dict):
+        return None
+    row = next((r for r in quality.get("rows") or [] if isinstance(r, dict) and r.get("label") == label), None)
+    passed = row.get("gate_passed") if row else None
+    return "not measured" if passed is None else ("passed" if passed else "FAILED")
+
+
 def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
     """Gather the run's records into one ``RunSummary`` (secrets redacted)."""
     folder = RunFolder(run_dir)
@@ -160,12 +184,16 @@ def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
     env = _read_json(folder, "environment.json") or {}
     cost = _read_json(folder, "cost.json")
     risk = _read_json(folder, "risk.json") or {}
+    quality = _read_json(folder, "quality.json")
+    env_versions = {e.get("engine config"): e.get("version") for e in env.get("engines") or [] if isinstance(e, dict)}
     engines = []
     for r in results:
         usd, src = _priced(cost, r.label)
+        version, version_source = _version(r, env_versions)
         engines.append(
             EngineSummary(
-                label=r.label, engine=r.engine, version=r.version, status=r.status, reason=r.reason,
+                label=r.label, engine=r.engine, version=version, version_source=version_source,
+                status=r.status, reason=r.reason, quality_gate=_gate(quality, r.label),
                 cold_start_s=r.cold_start_s, ready_s=r.ready_s, kv_capacity_tokens=r.kv_capacity_tokens,
                 tuned_knobs=r.tuned_knobs, command=r.command, representative=reps[r.label],
                 usd_per_mtok_output=usd, cost_source=src,
@@ -185,6 +213,7 @@ def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
         points=points_table(results),
         profile=_read_json(folder, "profile.json"),
         cost=cost,
+        quality=quality,
         decision=decision or None,
         risk=risk.get("register") or [],
         review_flags=(_read_json(folder, "review.json") or {}).get("flags", []),
