@@ -1,9 +1,10 @@
 """The plan of step 5's work, before it starts: every unit of every engine configuration, with the seconds expected.
 
 Per configuration, in the order they run: the cold start, the sweep points, the trace replay, the
-capacity probes (at most ``evidence.search.max_probes``), the trials (up to ``evidence.trials.max_trials``)
-and, per tuning value, a cold start and a point. Expected seconds come from the config: a load point
-is its waves of requests (requests ÷ concurrency) at a prior request latency, a probe or trial about
+capacity probes (at most ``evidence.search.max_probes``), the trials (up to ``evidence.trials.max_trials``),
+the two sides of the batching comparison where asked, and, per tuning value, a cold start and a point.
+Expected seconds come from the config: a load point is its waves of requests (requests ÷ concurrency)
+at a prior request latency, a probe or trial about
 ``probe_seconds`` of arrivals, a replay the trace window's span; each is capped at
 ``workload.max_seconds_per_point`` and carries guidellm's start-up. A cold start is the engine
 family's sourced figure (``helpers/data/engine_facts.yaml``), or ``CPU_COLD_START_S`` on the CPU. These
@@ -19,6 +20,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from helpers.benchmark.batching import MODES, batching_concurrency, batching_labels
 from helpers.benchmark.evidence import load_axis
 from helpers.benchmark.structured_phase import lengths_replay, structured_workloads
 from helpers.core.config import EngineSpec, PlaybookConfig
@@ -123,6 +125,17 @@ def replay_seconds(cfg: PlaybookConfig) -> float:
     return load_seconds(cfg, span * rp.time_scale + request_seconds(cfg))
 
 
+def batching_seconds(cfg: PlaybookConfig, mode: str) -> float:
+    """Expected seconds of one side of the batching comparison: a load per static wave, one load continuous."""
+    b = cfg.batching
+    longest = PRIOR_TTFT_S + b.output_tokens_max * PRIOR_ITL_S
+    if mode == "static":
+        return b.waves * load_seconds(cfg, longest)
+    mean_out = (b.output_tokens_max - b.output_tokens_min) / max(math.log(b.output_tokens_max / b.output_tokens_min),
+                                                                 1e-9)  # fmt: skip
+    return load_seconds(cfg, b.waves * (PRIOR_TTFT_S + mean_out * PRIOR_ITL_S) + longest)
+
+
 def tuned_values(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path | None = None) -> list[int]:
     """The batch sizes tuning launches: the sweep's own point at the target already stands for the configured one."""
     swept = target_concurrency(cfg) in sweep_levels(cfg, run_dir)
@@ -136,6 +149,8 @@ def planned_points(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path) -> list
     if lengths_replay(cfg):
         wanted.append(point_path(run_dir, label, "replay", 0))
     wanted += [point_path(run_dir, label, "structured", 0, w) for w in structured_workloads(cfg)]
+    if label in batching_labels(cfg):
+        wanted += [point_path(run_dir, label, "batching", batching_concurrency(cfg), m) for m in MODES]
     return wanted + [point_path(run_dir, label, "tune", target, f"seqs{s}") for s in tuned_values(spec, cfg, run_dir)]
 
 
@@ -157,6 +172,8 @@ def engine_units(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path | None = N
         units += [unit("probe", i, f"capacity probe {i + 1}", probe) for i in range(ev.search.max_probes)]
     if ev.trials.enabled:
         units += [unit("trial", f"t{i}", f"trial {i + 1}", probe) for i in range(ev.trials.max_trials)]
+    if label in batching_labels(cfg):
+        units += [unit("batching", m, f"{m} batching", batching_seconds(cfg, m)) for m in MODES]
     target = target_concurrency(cfg)
     for seqs in tuned_values(spec, cfg, run_dir):
         units.append(unit("cold", f"seqs{seqs}", f"cold start (max_num_seqs={seqs})", cold))

@@ -27,7 +27,7 @@ def prepare_dataset(cfg: PlaybookConfig, run_dir: Path, key: str, n: int | None 
     if not path.is_file():
         shapes: list[RequestShape] = workload_shapes(cfg, run_dir, n)
         seed = sum(ord(ch) * (i + 1) for i, ch in enumerate(key))
-        write_dataset(shapes, cfg.model.directory, path, seed=seed)
+        write_dataset(shapes, cfg.model.directory, path, seed=seed, style=cfg.workload.prompts)
     return path
 
 

@@ -3,7 +3,8 @@
 For each engine: launch it with its launcher, wait for health, time the first completed request
 (cold start), drive each concurrency level with guidellm while scraping ``/metrics`` and NVML,
 replay the trace or multi-turn sessions (``structured_phase``), search the SLA capacity
-(``evidence``), then optionally tune its batch size to the SLA, and stop it. Every point is written
+(``evidence``), optionally compare continuous with static batching (``batching``), then optionally
+tune its batch size to the SLA, and stop it. Every point is written
 to the run folder as soon as it finishes; a re-run with the same run folder resumes. A failing engine becomes
 a result row with the reason and its log tail, and the next engine still runs.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import httpx
 
+from helpers.benchmark.batching import measure_batching
 from helpers.benchmark.evidence import load_axis, rebuild_from_points
 from helpers.benchmark.plan import StepProgress, planned_points
 from helpers.benchmark.points import first_request, point_from, prepare_dataset
@@ -367,7 +369,7 @@ class EngineRun:
                 self.result.points.append(p)
             if not await measure_structured(self):
                 return self.result
-            if not await measure_evidence(self):
+            if not await measure_evidence(self) or not await measure_batching(self):
                 return self.result
         except (EngineError, ValueError, OSError) as err:
             self.fail(str(err))

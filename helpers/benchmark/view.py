@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from helpers.benchmark import plots
+from helpers.benchmark.batching import batching_table
 from helpers.benchmark.claims import claims_table
 from helpers.benchmark.plan import target_concurrency
 from helpers.benchmark.quality_phase import QualityGate, judge_gate
@@ -136,15 +137,19 @@ def spec_table(cmp: SpecComparison) -> pd.DataFrame:
     )
 
 
-def show_speculative(cmp: SpecComparison | None) -> None:
-    """Speculative decoding beside the same configuration without it (nothing shown when none enables it)."""
+def show_speculative(cmp: SpecComparison | None, cfg: PlaybookConfig | None = None) -> None:
+    """Speculative decoding beside the same configuration without it (nothing shown when none enables it).
+
+    With ``cfg`` the caption says what the prompts were (n-gram drafting gains only where the output repeats them).
+    """
     if cmp is None or (not cmp.rows and not cmp.note.startswith("No configuration with")):
         return
     if cmp.note:
         say(cmp.note, "note")
     if cmp.rows:
+        prompts = f"; prompts: {cfg.workload.prompts}" if cfg is not None else ""
         show_table(spec_table(cmp), "Speculative decoding: acceptance from the engine's own counters, speed-up over "
-                   "the same configuration without speculation (same workload and concurrency)")  # fmt: skip
+                   f"the same configuration without speculation (same workload and concurrency{prompts})")  # fmt: skip
 
 
 def run_gpu_spec(ctx: Context) -> GpuSpec | None:
@@ -237,9 +242,12 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
         fig = plots.tuning_curve(r, ctx.cfg.sla.ttft_p95_ms, target_concurrency(ctx.cfg))
         if fig is not None:
             show_figure(fig)
-    show_speculative(ctx.folder.load(SpecComparison))
+    show_speculative(ctx.folder.load(SpecComparison), ctx.cfg)
     show_evidence(ctx, results)
-    show_table(claims_table(results), "The seeds' claims beside this run's measurements")
+    show_batching(results)
+    gpu = run_gpu_spec(ctx)
+    claims = claims_table(results, ctx.cfg, gpu.name if gpu else None)
+    show_table(claims, "The seeds' claims beside this run's measurements (under the seed's conditions, or why not)")
     reps = representatives(results, ctx.cfg)
     rows = [
         {
@@ -257,6 +265,15 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     show_table(
         pd.DataFrame(rows), f"The measurement that stands for each engine configuration ({sla_text(ctx.cfg.sla)})"
     )
+
+
+def show_batching(results: list[EngineResult]) -> None:
+    """Continuous against static batching where the run measured it (nothing shown otherwise)."""
+    df = batching_table(results)
+    if not df.empty:
+        show_table(df, "Continuous vs static batching: the same requests at the same concurrency, static waves "
+                   "waiting for their slowest request against continuous admission (output tok/s over the requests' "
+                   "own time)")  # fmt: skip
 
 
 def show_structured(results: list[EngineResult]) -> None:

@@ -37,6 +37,7 @@ from helpers.core.config_engines import (  # noqa: F401
 )
 from helpers.core.config_workload import (  # noqa: F401
     SLA,
+    BatchingTest,
     CapacitySearch,
     Evidence,
     MultiTurn,
@@ -59,6 +60,7 @@ class PlaybookConfig(_Strict):
     workload: Workload = Field(default_factory=Workload)
     sla: SLA = Field(default_factory=SLA)
     evidence: Evidence = Field(default_factory=Evidence)
+    batching: BatchingTest = Field(default_factory=BatchingTest)
     cost: Cost = Field(default_factory=Cost)
     hardware: HardwarePlan = Field(default_factory=HardwarePlan)
     team: Team = Field(default_factory=Team)
@@ -74,6 +76,14 @@ class PlaybookConfig(_Strict):
         labels = [e.label for e in self.engines]
         if self.quality.reference is not None and self.quality.reference not in labels:
             raise ValueError(f"quality.reference {self.quality.reference!r} is not an engine label; have: {labels}")
+        return self
+
+    @model_validator(mode="after")
+    def _batching_labels_known(self) -> PlaybookConfig:
+        labels = [e.label for e in self.engines]
+        unknown = [x for x in self.batching.configurations if x not in labels]
+        if unknown:
+            raise ValueError(f"batching.configurations {unknown} are not engine labels; have: {labels}")
         return self
 
     @model_validator(mode="after")

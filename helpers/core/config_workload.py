@@ -91,6 +91,12 @@ class Workload(_Strict):
     input_tokens: PositiveInt = Field(default=128, description="Prompt length (tokens) of synthetic requests.")
     output_tokens: PositiveInt = Field(default=32, description="Output length (tokens), enforced with ignore_eos.")
     shared_prefix_tokens: int = Field(default=0, ge=0, description="Tokens of a system prompt shared by all requests.")
+    prompts: Literal["random-words", "edit-text"] = Field(
+        default="random-words",
+        description="What the prompts say: random-words (nothing to copy: the default, fine for speed), or "
+        "edit-text (an instruction to rewrite an English passage that follows it, so a real model's output "
+        "repeats its prompt: the condition n-gram speculative decoding is for; needs a real model's tokenizer).",
+    )
     concurrency: list[PositiveInt] = Field(default=[1, 4, 16], min_length=1, description="Concurrency levels.")
     profile_concurrency: bool = Field(
         default=False, description="Also measure at the profile's concurrency p50/p95/p99 (step 1)."
@@ -129,6 +135,32 @@ class Workload(_Strict):
     def _replay_needs_trace(self) -> Workload:
         if self.replay is not None and self.source.kind != "trace":
             raise ValueError("workload.replay needs workload.source.kind: trace (a trace to replay)")
+        return self
+
+
+class BatchingTest(_Strict):
+    """Continuous against static batching on one engine, same concurrency and requests (seed 000: 3-10×).
+
+    Optional: static waves need one load per wave (guidellm has no barrier), about ten seconds of start-up
+    each on two CPU cores. Static: ``concurrency`` requests are sent together and the next wave waits for
+    the slowest; continuous: the same number of requests at ``concurrency`` streams, each stream sending its
+    next request when its last one is done. Output lengths are drawn log-uniformly between the bounds
+    (many short replies, a few long ones), the same lengths in both, so the wait for the slowest shows.
+    """
+
+    enabled: bool = Field(default=False, description="Measure continuous vs static batching after the sweep.")
+    configurations: list[str] = Field(
+        default_factory=list, description="Engine labels to measure it on; empty: the first configuration only."
+    )
+    concurrency: PositiveInt | None = Field(default=None, description="Streams / wave size; default: top sweep level.")
+    waves: PositiveInt = Field(default=3, description="Static waves (continuous sends as many requests).")
+    output_tokens_min: PositiveInt = Field(default=8, description="Shortest output (tokens).")
+    output_tokens_max: PositiveInt = Field(default=128, description="Longest output (tokens).")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BatchingTest:
+        if self.output_tokens_max < self.output_tokens_min:
+            raise ValueError(f"output_tokens_max ({self.output_tokens_max}) is below output_tokens_min")
         return self
 
 

@@ -3,6 +3,12 @@
 The playbook's model folders use a word-level tokenizer (``helpers.model.folder``): word ``w<i>``
 is token ``i``. So a prompt of N tokens is N words, a shared system prompt is the same first words
 in every request, and unique prompts start with different words (no accidental prefix hits).
+
+``style="edit-text"`` (``workload.prompts``) writes an edit task instead: an instruction to rewrite the
+English passage that follows it with one word replaced, so a real model's answer repeats its prompt, the
+case n-gram speculative decoding drafts from. The passage is made here from a small grammar of common
+words (``EDIT_WORDS``), about as many words as the request's unique tokens; its exact token count is the
+tokenizer's (guidellm reports it).
 """
 
 from __future__ import annotations
@@ -53,9 +59,55 @@ def _words(rng: random.Random, n: int, vocab: tuple[int, int] | list[str]) -> li
     return [f"w{rng.randrange(*vocab)}" for _ in range(n)]
 
 
-def make_prompts(shapes: list[RequestShape], model_dir: Path, seed: int = 0) -> list[dict]:
-    """One dataset row per shape: ``prompt`` of exactly ``input_tokens`` words and ``output_tokens_count``."""
+EDIT_WORDS = {
+    "adj": ["old", "small", "quiet", "green", "bright", "heavy", "early", "cold", "narrow", "busy"],
+    "noun": ["river", "farmer", "teacher", "village", "bridge", "garden", "market", "window", "letter", "train"],
+    "verb": ["crossed", "painted", "watched", "carried", "opened", "cleaned", "followed", "visited", "built", "found"],
+    "place": ["near the hill", "after the rain", "in the morning", "by the station", "at the end of the road",
+              "before the winter", "under the old tree", "beside the school"],
+}  # fmt: skip
+EDIT_SWAPS = [("river", "lake"), ("village", "town"), ("garden", "park"), ("train", "bus"), ("letter", "note")]
+PROMPT_STYLES = ("random-words", "edit-text")
+
+
+def edit_passage(rng: random.Random, n_words: int, keep: str) -> str:
+    """About ``n_words`` words of plain sentences from ``EDIT_WORDS``, every other one naming ``keep``."""
+    w, out, count, i = EDIT_WORDS, [], 0, 0
+    while count < n_words:
+        subject = keep if i % 2 == 0 else rng.choice(w["noun"])
+        sentence = (
+            f"The {rng.choice(w['adj'])} {subject} {rng.choice(w['verb'])} the {rng.choice(w['noun'])} "
+            f"{rng.choice(w['place'])}."
+        )
+        out.append(sentence)
+        count += len(sentence.split())
+        i += 1
+    return " ".join(out)
+
+
+def edit_prompt(rng: random.Random, n_words: int) -> str:
+    """An instruction to rewrite a passage with one word replaced, then the passage (about ``n_words`` words)."""
+    old, new = rng.choice(EDIT_SWAPS)
+    head = f"Rewrite the text below. Replace the word {old} with {new} and keep every other word as it is.\n\n"
+    tail = "\n\nRewritten text:\n"
+    budget = max(8, n_words - len(head.split()) - len(tail.split()))
+    return head + edit_passage(rng, budget, old) + tail
+
+
+def make_prompts(shapes: list[RequestShape], model_dir: Path, seed: int = 0, style: str = "random-words") -> list[dict]:
+    """One dataset row per shape: ``prompt`` of ``input_tokens`` tokens and ``output_tokens_count``.
+
+    ``style`` is ``random-words`` (exactly ``input_tokens`` one-token words) or ``edit-text`` (the shared
+    prefix, then an edit task of about the remaining length; module docstring).
+    """
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"prompt style {style!r}; allowed: {', '.join(PROMPT_STYLES)}")
     vocab = vocabulary(model_dir)
+    if style == "edit-text" and not isinstance(vocab, list):
+        raise ValueError(
+            f"workload.prompts: edit-text needs a real model's tokenizer ({ONE_TOKEN_WORDS_FILE} in {model_dir}); "
+            "a word-level stand-in reads English as unknown tokens"
+        )
     rng = random.Random(seed)
     prefixes: dict[tuple[int, int], list[str]] = {}
     rows = []
@@ -64,16 +116,22 @@ def make_prompts(shapes: list[RequestShape], model_dir: Path, seed: int = 0) -> 
         key = (s.prefix_group, n_prefix)
         if n_prefix and key not in prefixes:
             prefixes[key] = _words(random.Random(f"prefix-{seed}-{key}"), n_prefix, vocab)
-        words = (prefixes[key] if n_prefix else []) + _words(rng, s.input_tokens - n_prefix, vocab)
-        rows.append({"prompt": " ".join(words), "output_tokens_count": s.output_tokens})
+        head = prefixes[key] if n_prefix else []
+        if style == "edit-text":
+            prompt = " ".join(head) + ("\n\n" if head else "") + edit_prompt(rng, s.input_tokens - n_prefix)
+        else:
+            prompt = " ".join(head + _words(rng, s.input_tokens - n_prefix, vocab))
+        rows.append({"prompt": prompt, "output_tokens_count": s.output_tokens})
     return rows
 
 
-def write_dataset(shapes: list[RequestShape], model_dir: Path, path: Path, seed: int = 0) -> Path:
-    """Write the prompts of ``shapes`` as JSONL to ``path``."""
+def write_dataset(
+    shapes: list[RequestShape], model_dir: Path, path: Path, seed: int = 0, style: str = "random-words"
+) -> Path:
+    """Write the prompts of ``shapes`` (in ``style``) as JSONL to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
-        for row in make_prompts(shapes, model_dir, seed):
+        for row in make_prompts(shapes, model_dir, seed, style):
             f.write(json.dumps(row) + "\n")
     return path
 

@@ -117,16 +117,30 @@ class StructuredCheck(_Record):
     usage: CacheSplit | None = Field(default=None, description="Achieved, from per-request cached_tokens.")
 
 
+class BatchingRun(_Record):
+    """How a point of the batching comparison was driven (``helpers.benchmark.batching``)."""
+
+    mode: Literal["static", "continuous"] = Field(
+        description="static: waves, the next waits for the slowest; continuous: each stream sends on as it ends."
+    )
+    waves: int = Field(description="Waves of ``concurrency`` requests (continuous: as many requests in all).")
+    output_tokens_min: int
+    output_tokens_max: int
+    output_tokens: int = Field(description="Output tokens the requests asked for, in all.")
+    span_s: float = Field(description="Seconds the requests took: first sent to last done, summed over waves.")
+
+
 class Point(_Record):
     """One measured load level of one engine configuration."""
 
     label: str = Field(description="Engine configuration label (from the config).")
     engine: str = Field(description="Engine adapter name.")
     concurrency: int
-    phase: Literal["sweep", "tune", "replay", "structured", "search", "trial"] = Field(
+    phase: Literal["sweep", "tune", "replay", "structured", "search", "trial", "batching"] = Field(
         default="sweep",
         description="Concurrency sweep, SLA tuning, a replay of the trace's arrivals, a replay with the traffic's "
-        "structure (shared blocks, sessions), a capacity-search probe or a repeated trial at the capacity.",
+        "structure (shared blocks, sessions), a capacity-search probe, a repeated trial at the capacity, or one "
+        "side of the continuous-vs-static batching comparison.",
     )
     offered_rate: float | None = Field(default=None, description="Open-loop arrival rate asked for (req/s).")
     trial: int | None = Field(default=None, description="Trial number at the capacity (phase trial).")
@@ -158,6 +172,7 @@ class Point(_Record):
     structure: StructuredCheck | None = Field(
         default=None, description="Phase structured: predicted vs achieved prefix-cache hit rate."
     )
+    batching: BatchingRun | None = Field(default=None, description="Phase batching: static waves or continuous.")
 
 
 class Figure(_Record):

@@ -2,7 +2,7 @@
 
 import copy
 
-from decision_data import SGLANG, VLLM, results
+from decision_data import SGLANG, VLLM, cfg, results
 
 from helpers.benchmark.claims import claims_table
 
@@ -11,16 +11,19 @@ def row(df, start: str) -> dict:
     return df[df["claim"].str.startswith(start)].iloc[0].to_dict()
 
 
-def test_sglang_over_vllm_ratio_at_the_highest_common_concurrency():
-    df = claims_table(results(VLLM, SGLANG))
+SEED_CFG = cfg([VLLM, SGLANG])  # the fixtures' model: Llama 3.3 70B FP8, the seed's shape
+
+
+def test_sglang_over_vllm_ratio_at_the_seeds_concurrency_on_the_seeds_model():
+    df = claims_table(results(VLLM, SGLANG), SEED_CFG)
     r = row(df, "SGLang / vLLM")
     assert r["measured here"] == f"{5347 / 5922:.2f}" == "0.90"
-    assert "concurrency 100" in r["basis"] and "time cap" not in r["basis"]
+    assert "at concurrency 100" in r["basis"] and "time cap" not in r["basis"]
 
 
-def test_batching_gain_and_cold_starts():
-    df = claims_table(results(VLLM, SGLANG))
-    assert "vllm-h200-70b-fp8: 40.9×" in row(df, "Continuous batching")["measured here"]
+def test_batching_row_and_cold_starts():
+    df = claims_table(results(VLLM, SGLANG), SEED_CFG)
+    assert row(df, "Continuous batching")["measured here"].startswith("not measured in this run: batching.enabled")
     assert row(df, "vLLM cold start")["measured here"] == "vllm-h200-70b-fp8: 190 s"
     assert row(df, "SGLang cold start")["measured here"] == "sglang-h200-70b-fp8: 125 s"
     assert row(df, "TensorRT-LLM cold start")["measured here"] == "not measured in this run"
@@ -68,7 +71,8 @@ def test_time_capped_points_are_flagged():
     for p in v.points:
         p.incomplete = 3
     assert (
-        "time cap cut vllm-h200-70b-fp8 at c=100 (3 in flight)" in row(claims_table([v, s]), "SGLang / vLLM")["basis"]
+        "time cap cut vllm-h200-70b-fp8 at c=100 (3 in flight)"
+        in row(claims_table([v, s], SEED_CFG), "SGLang / vLLM")["basis"]
     )
 
 
@@ -111,7 +115,10 @@ def test_fp8_and_speculative_rows_compare_each_variant_with_its_own_baseline():
     other = _variant(base, "fp8 other length", {"quantization": "fp8", "max_model_len": 2048}, 9.0)
     df = claims_table([base, fp8, spec, other])
     levels = sorted(p.concurrency for p in base.points if p.phase == "sweep")
-    got = row(df, "FP8 weights")["measured here"]
-    assert got == "fp8: " + ", ".join(f"1.50× at c={c}" for c in levels)  # not "fp8 other length": no baseline
-    assert row(df, "Speculative decoding")["measured here"].startswith(f"ngram: 2.00× at c={levels[0]}")
+    got = row(df, "FP8 weights")["measured here"]  # both have trials: their interval, not single grid samples
+    assert got.startswith("fp8: 1.50× (+50.0% [") and got.endswith("95% CI, trials at a fixed 10 streams)")
+    no_trials = [r.model_copy(update={"capacity": None}) for r in (base, fp8)]
+    got = row(claims_table(no_trials), "FP8 weights")["measured here"]
+    assert got == "fp8: " + ", ".join(f"1.50× at c={c}" for c in levels) + " (single grid samples)"
+    assert row(df, "Speculative decoding")["measured here"].startswith("ngram: 2.00× (+100.0% [")
     assert "ngram ÷" in row(df, "Speculative decoding")["basis"]

@@ -10,7 +10,7 @@ the fallback warning (worded as LMDeploy 0.18.0 printed it on the H200).
 from pathlib import Path
 
 import pytest
-from decision_data import SGLANG, VLLM, recorded, scaled
+from decision_data import SGLANG, VLLM, cfg, recorded, scaled
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from helpers.benchmark.claims import claims_table
@@ -269,7 +269,7 @@ def test_version_comes_from_the_lmdeploy_distribution():
 
 
 def claim_row(results: list) -> dict:
-    df = claims_table(results)
+    df = claims_table(results, cfg([VLLM, SGLANG]))  # the fixtures' model is the seed's (70B FP8)
     return df[df["claim"].str.startswith("LMDeploy / vLLM")].iloc[0].to_dict()
 
 
