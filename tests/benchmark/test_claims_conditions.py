@@ -35,7 +35,8 @@ def test_the_70b_ratio_is_taken_at_the_capacity_not_at_concurrency_10():
 def test_other_model_shapes_are_not_compared_with_the_70b_figures():
     for run in ("h200-20261201-chat-8b-poisson", "h200-20261202-smollm2"):
         rows = _claims(run)
-        for claim in ("SGLang / vLLM total throughput at high concurrency", "vLLM total throughput at high concurrency"):
+        for claim in ("SGLang / vLLM total throughput at high concurrency",
+                      "vLLM total throughput at high concurrency"):  # fmt: skip
             got = rows[claim]["measured here"]
             assert got.startswith("not comparable: model shape") and "(the seed's: Llama 3.3 70B FP8)" in got, run
             assert "for reference" in rows[claim]["basis"]

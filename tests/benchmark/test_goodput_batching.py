@@ -1,6 +1,5 @@
 """Goodput on throughput's own denominator, and the batching claim labelled for what was measured."""
 
-import copy
 import json
 from pathlib import Path
 
