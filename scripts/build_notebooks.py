@@ -55,12 +55,15 @@ NOTEBOOKS = {
                 step(
                     4,
                     "Memory plan and engine test environments",
-                    "Seed 003 §7.2 step 4: what fits, with how much room for concurrent requests, and which "
-                    "engines are ready to run.",
+                    "Seed 003 §7.2 step 4: what fits, with how much room for concurrent requests, the capacity "
+                    "each configuration is predicted to have before any GPU time is spent, and which engines "
+                    "are ready to run.",
                 ),
                 [
                     "plan = view.plan_memory(ctx, inventory)",
                     "view.show_memory_plan(ctx, plan)",
+                    "prediction = view.predict(ctx, inventory)",
+                    "view.show_prediction(ctx, prediction)",
                     "environments = view.engine_environments(ctx)",
                     "view.show_engine_environments(ctx, environments)",
                 ],

@@ -13,13 +13,19 @@ from helpers.core.config import DEFAULT_MEMORY_FRACTION, EngineSpec, PlaybookCon
 from helpers.core.errors import PlaybookError
 from helpers.engines import get_engine
 from helpers.environment.memory_plan import MemoryPlan, memory_plan
-from helpers.model.shape import kv_bytes_per_token, read_model_shape
+from helpers.model.shape import ModelShape, kv_bytes_per_token, read_model_shape
 
 CPU_KV_SPACE_ENV = "VLLM_CPU_KVCACHE_SPACE"
 
 
-def _kv_dtype(spec: EngineSpec) -> str:
+def kv_dtype_of(spec: EngineSpec) -> str:
+    """The KV dtype the memory plan uses for a configuration: fp8 when the knob asks for it, else the model's."""
     return "fp8" if spec.knobs.kv_cache_dtype == "fp8" else "auto"
+
+
+def weight_precision(spec: EngineSpec, shape: ModelShape) -> str:
+    """The weight precision a configuration serves: fp8 with the quantization knob, else the checkpoint's."""
+    return "fp8" if spec.knobs.quantization == "fp8" else shape.checkpoint_precision
 
 
 def cpu_kv_tokens(cfg: PlaybookConfig, spec: EngineSpec) -> int | None:
@@ -33,7 +39,7 @@ def cpu_kv_tokens(cfg: PlaybookConfig, spec: EngineSpec) -> int | None:
     except ValueError:
         return None
     shape = read_model_shape(cfg.model.directory)
-    return int(space_gib * 2**30 // kv_bytes_per_token(shape, _kv_dtype(spec)))
+    return int(space_gib * 2**30 // kv_bytes_per_token(shape, kv_dtype_of(spec)))
 
 
 def gpu_kv_tokens(cfg: PlaybookConfig, spec: EngineSpec, gpu: object) -> tuple[int | None, MemoryPlan | None]:
@@ -47,12 +53,10 @@ def gpu_kv_tokens(cfg: PlaybookConfig, spec: EngineSpec, gpu: object) -> tuple[i
         memory_fraction=spec.knobs.memory_fraction or DEFAULT_MEMORY_FRACTION,
         context_tokens=wl.input_tokens + wl.output_tokens,
         gpu_count=spec.knobs.tensor_parallel,
-        kv_dtype=_kv_dtype(spec),
+        kv_dtype=kv_dtype_of(spec),
         tensor_parallel=spec.knobs.tensor_parallel,
     )
-    shape = read_model_shape(cfg.model.directory)
-    precision = "fp8" if spec.knobs.quantization == "fp8" else shape.checkpoint_precision
-    return plan.row(precision).kv_tokens, plan
+    return plan.row(weight_precision(spec, read_model_shape(cfg.model.directory))).kv_tokens, plan
 
 
 def predicted_kv_tokens(cfg: PlaybookConfig, spec: EngineSpec, gpu: object = None) -> int | None:
@@ -77,7 +81,7 @@ def cpu_kv_plan(cfg: PlaybookConfig) -> pd.DataFrame | None:
             {
                 "engine config": spec.label,
                 "KV space GiB": float(env.get(CPU_KV_SPACE_ENV, "0")),
-                "KV bytes/token": kv_bytes_per_token(shape, _kv_dtype(spec)),
+                "KV bytes/token": kv_bytes_per_token(shape, kv_dtype_of(spec)),
                 "KV tokens predicted": tokens,
                 "max sequences at this workload's context": tokens
                 // (cfg.workload.input_tokens + cfg.workload.output_tokens),

@@ -74,3 +74,55 @@ class MemoryPlanRecord(Artifact):
     def predicted(self, label: str) -> int | None:
         """The predicted KV tokens of configuration ``label``."""
         return next((p.tokens for p in self.predictions if p.label == label), None)
+
+
+class ConfigPrediction(BaseModel):
+    """Step 4's predicted capacity of one engine configuration (``helpers.environment.prediction``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    engine: str
+    available: bool = Field(description="False: no prediction; reason says why.")
+    reason: str = ""
+    gpu: str | None = None
+    tensor_parallel: int = 1
+    weight_precision: str | None = None
+    input_tokens: float | None = Field(default=None, description="Prompt tokens per request the model assumes.")
+    output_tokens: float | None = Field(default=None, description="Output tokens per request.")
+    cached_share: float = Field(default=0.0, description="Share of the prompt assumed served by the prefix cache.")
+    kv_tokens: int | None = Field(default=None, description="KV-cache tokens of one replica (the memory plan).")
+    max_batch: int | None = Field(default=None, description="Most sequences running at once.")
+    batch_limit: str = Field(default="", description="What bounds max_batch: KV cache, max_num_seqs or the ITL limit.")
+    decode_step_ms_batch1: float | None = None
+    decode_step_ms_at_peak: float | None = None
+    prefill_ms: float | None = Field(default=None, description="Prefill of one request at the dense peak.")
+    peak_requests_per_s: float | None = Field(default=None, description="Saturation rate at max_batch.")
+    peak_output_tok_s: float | None = None
+    sla_requests_per_s: float | None = Field(default=None, description="Raw model: highest rate within the SLA.")
+    sla_concurrency: float | None = Field(default=None, description="Requests in flight at that rate.")
+    ttft_p95_ms_at_capacity: float | None = None
+    calibration_factor: float | None = Field(default=None, description="measured ÷ predicted of this engine.")
+    calibration_basis: str = Field(default="", description="Where the factor comes from, or why none applies.")
+    capacity_requests_per_s: float | None = Field(
+        default=None, description="The prediction to use: sla_requests_per_s × calibration_factor when one applies."
+    )
+    capacity_concurrency: float | None = Field(default=None, description="sla_concurrency, calibrated the same way.")
+    notes: list[str] = Field(default_factory=list)
+
+
+class PredictionRecord(Artifact):
+    """Step 4's capacity prediction of every configuration, made before step 5 starts anything."""
+
+    artifact: ClassVar[str] = "prediction.json"
+
+    gpu: str | None = Field(default=None, description="The GPU predicted for (a spec name).")
+    planned_for: str = Field(default="", description="Which GPU, and why that one.")
+    ttft_p95_ms: float = Field(description="The SLA's TTFT p95 limit the capacity is for.")
+    itl_p95_ms: float | None = None
+    batching_model: str = Field(description="The stated model the numbers come from.")
+    predictions: list[ConfigPrediction] = Field(default_factory=list)
+
+    def of(self, label: str) -> ConfigPrediction | None:
+        """The prediction of configuration ``label``."""
+        return next((p for p in self.predictions if p.label == label), None)

@@ -3,7 +3,10 @@
 * step 2: ``inventory`` (NVML, topology, CPU) → ``EnvironmentRecord.hardware``; ``show_hardware``.
 * step 3: ``show_team`` (the config's answers, as the decision reads them).
 * step 4: ``plan_memory`` → ``MemoryPlanRecord`` (per precision, and the KV capacity of every configuration
-  that step 5 shows beside the engine's own figure); ``engine_environments`` → ``EnvironmentRecord.engines``.
+  that step 5 shows beside the engine's own figure); ``predict`` → ``PredictionRecord`` (every configuration's
+  peak throughput and SLA capacity, before step 5 starts anything); ``engine_environments`` →
+  ``EnvironmentRecord.engines``.
+* for step 5: ``show_prediction_check`` (predicted ÷ measured capacity beside the measurement).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from helpers.environment.engine_status import engine_status
 from helpers.environment.hardware import Inventory, hardware_plan_table, inventory, inventory_frame
 from helpers.environment.kv_prediction import cpu_kv_plan, predicted_kv_tokens
 from helpers.environment.memory_plan import memory_plan, memory_plan_frame, plot_memory_plan
+from helpers.environment.prediction import load_calibration, predict_run
+from helpers.environment.prediction_check import prediction_check_frame, prediction_vs_measured
 from helpers.environment.quantization import quantization_advice
 from helpers.environment.records import (
     CpuKvRow,
@@ -22,6 +27,7 @@ from helpers.environment.records import (
     EnvironmentRecord,
     KvPrediction,
     MemoryPlanRecord,
+    PredictionRecord,
 )
 from helpers.environment.team import team_table
 from helpers.model.gpu_specs import GpuSpec, gpu_spec
@@ -120,6 +126,66 @@ def show_memory_plan(ctx: Context, rec: MemoryPlanRecord) -> None:
         pd.DataFrame([p.model_dump() for p in rec.predictions]),
         "Predicted KV capacity per configuration (step 5 shows each engine's own figure beside it)",
     )
+
+
+def predict(ctx: Context, inv: Inventory) -> PredictionRecord:
+    """Step 4: every configuration's predicted peak throughput and SLA capacity on the plan's GPU; saved.
+
+    Calibrated by the engine's factor from the archived runs where one is recorded (each row says so).
+    """
+    gpu, planned_for = _gpu_for_plan(ctx, inv)
+    spec = gpu if isinstance(gpu, GpuSpec) else None
+    if spec is None:
+        planned_for = f"{planned_for}: no datasheet figures for it in helpers/data/gpu_specs.yaml"
+    rec = predict_run(ctx.cfg, spec, planned_for, load_calibration())
+    ctx.folder.save(rec)
+    return rec
+
+
+def prediction_frame(rec: PredictionRecord) -> pd.DataFrame:
+    """The prediction as a table: one row per configuration."""
+
+    def num(v: float | None, fmt: str = "{:,.1f}") -> str:
+        return "—" if v is None else fmt.format(v)
+
+    return pd.DataFrame(
+        [
+            {
+                "engine config": p.label,
+                "GPU": f"{p.tensor_parallel} × {p.gpu}" if p.gpu else "—",
+                "max batch": f"{p.max_batch} ({p.batch_limit})" if p.max_batch else "—",
+                "decode step ms (1 / max batch)": f"{num(p.decode_step_ms_batch1, '{:.2f}')} / "
+                f"{num(p.decode_step_ms_at_peak, '{:.2f}')}",
+                "prefill ms": num(p.prefill_ms),
+                "peak req/s (raw)": num(p.peak_requests_per_s, "{:,.2f}"),
+                "SLA capacity req/s (raw)": num(p.sla_requests_per_s, "{:,.2f}"),
+                "predicted capacity req/s": num(p.capacity_requests_per_s, "{:,.2f}"),
+                "in flight there": num(p.capacity_concurrency, "{:,.0f}"),
+                "basis": p.calibration_basis if p.available else p.reason,
+            }
+            for p in rec.predictions
+        ]
+    )
+
+
+def show_prediction(ctx: Context, rec: PredictionRecord) -> None:
+    """Step 4: the capacity prediction (only displays the record)."""
+    say(
+        f"Predicted for {rec.planned_for}, SLA TTFT p95 ≤ {rec.ttft_p95_ms:,.0f} ms. Model: {rec.batching_model}.",
+        "note",
+    )
+    show_table(
+        prediction_frame(rec), "Predicted capacity per configuration (step 5 measures it; its error is shown there)"
+    )
+
+
+def show_prediction_check(ctx: Context) -> None:
+    """Step 5: predicted ÷ measured SLA capacity per configuration, with the measurement's interval."""
+    checks = prediction_vs_measured(ctx.run_dir)
+    if not checks:
+        say("No engine results yet: nothing to set the prediction against.", "missing")
+        return
+    show_table(prediction_check_frame(checks), "Step 4's prediction beside the measured SLA capacity")
 
 
 def engine_environments(ctx: Context) -> list[EngineEnvironment]:

@@ -1,4 +1,4 @@
-"""The ``playbook`` command: run the playbook, profile a trace, set up an engine, build a bundle."""
+"""The ``playbook`` command: run the playbook, profile a trace, set up an engine, build a bundle, predict capacity."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from helpers.tools.batch.run import add_batch_arguments, batch_command
 from helpers.tools.bundle import add_bundle_arguments, bundle_command
 from helpers.tools.engine_setup import ensure_engine
 from helpers.tools.model_setup import ensure_model, split_source
+from helpers.tools.predict import add_predict_arguments, predict_command
 from helpers.tools.runner import run_playbook
 from helpers.workload.profile import profile_command
 
@@ -100,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_bundle_arguments(sub.add_parser("bundle", help="build an offline install bundle")).set_defaults(
         func=bundle_command
     )
+    add_predict_arguments(
+        sub.add_parser("predict", help="predict capacity, fleet and $/Mtok on a GPU without starting an engine")
+    ).set_defaults(func=predict_command)
     add_batch_arguments(
         sub.add_parser("batch", help="run a matrix of configs (models x engines x ...), locally or on a Ray cluster")
     ).set_defaults(func=batch_command)
