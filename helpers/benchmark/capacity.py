@@ -95,7 +95,9 @@ def measurement_from_load(
         **p95s,
         client_lag_p95_ms=result.dispatch_delay_p95_ms,
     )
-    return m.model_copy(update={"steady_window_s": result.steady_window_s})
+    kept = {"served_ratio": result.served_ratio, "served_ratio_low": result.served_ratio_low}
+    kept["served_ratio_high"] = result.served_ratio_high
+    return m.model_copy(update={"steady_window_s": result.steady_window_s, **kept})
 
 
 def _as_measurement(m: Measurement | Mapping[str, Any], load: float, axis: Axis) -> Measurement:

@@ -5,8 +5,9 @@ Llama 3.3 70B FP8 at 100 concurrent requests (512 input / 256 output tokens). A 
 against them only on the same model shape (``seed_shape_problem``) and at the seed's load: the sweep point
 at concurrency 100 of both sides, else both sides' repeated trials at their SLA capacity (``at_seed_load``).
 Anything else is a row that says why it is not comparable, with this run's figure beside it for reference.
-A variant's speed-up is read from both sides' repeated trials where they exist (``trial_speedup``: Welch's
-interval), and said with the prompts and weights it was measured on (``prompt_conditions``).
+A variant's speed-up is read from what stands for both sides where it exists (``trial_speedup``: the ratio of
+their SLA capacities with its interval, or their fixed-load trials with Welch's), and said with the prompts
+and weights it was measured on (``prompt_conditions``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from helpers.benchmark.sla import load_of, representative, standing_trials
+from helpers.benchmark.capacity_compare import compare_capacities
+from helpers.benchmark.judged import load_of
+from helpers.benchmark.sla import capacity_side, representative, standing_points
 from helpers.benchmark.stats import compare
 from helpers.core.config import PlaybookConfig
 from helpers.core.errors import PlaybookError
@@ -111,12 +114,12 @@ def at_seed_load(inputs: ClaimInputs, a: EngineResult, b: EngineResult) -> AtLoa
         if ra.source == rb.source == "capacity" and ra.total_tok_s and rb.total_tok_s:
             rates = [x.request_rate.mean if x.request_rate else 0.0 for x in ((ra,) if a is b else (ra, rb))]
             each = "its SLA capacity" if a is b else "each one's SLA capacity"
-            where = f"at {each} (trials: {' and '.join(f'{x:,.2f}' for x in rates)} req/s)"
+            where = f"at {each} ({' and '.join(f'{x:,.2f}' for x in rates)} req/s)"
             return AtLoad(ra.total_tok_s.mean, rb.total_tok_s.mean, where)
     common = sorted(set(sa) & set(sb))
     top = f"the highest common concurrency is {common[-1]}" if common else "no common concurrency"
     return (f"not measured at the seed's load: {top}, the seed's is {SEED_CONCURRENCY} (or the SLA capacity, "
-            "which has no trials here)")  # fmt: skip
+            "not estimated here)")  # fmt: skip
 
 
 def reference_text(inputs: ClaimInputs, a: EngineResult, b: EngineResult) -> str:
@@ -139,21 +142,36 @@ def gpu_note(inputs: ClaimInputs) -> str:
     return f"; measured on {inputs.gpu}, the seed on one {SEED_GPU}"
 
 
-def trial_speedup(v: EngineResult, b: EngineResult) -> tuple[str, str] | None:
-    """(value, basis) of ``v``'s output tok/s over ``b``'s from their standing trials, with the 95% interval.
+def trial_speedup(v: EngineResult, b: EngineResult, cfg: PlaybookConfig | None = None) -> tuple[str, str] | None:
+    """(value, basis) of ``v`` over ``b`` from what stands for each, with the 95% interval.
 
-    None unless both have at least two trials, at the same fixed load or each at its own SLA capacity.
+    Both searched: the ratio of their SLA capacities per accelerator (``capacity_compare``, paired where they
+    ran the same streams). Both at the same fixed load: their trials' output tok/s (Welch). None otherwise.
     """
-    tv, tb, cv, cb = standing_trials(v), standing_trials(b), v.capacity, b.capacity
-    if len(tv) < 2 or len(tb) < 2 or cv is None or cb is None or cv.axis != cb.axis or cv.searched != cb.searched:
+    cv, cb = v.capacity, b.capacity
+    if cv is None or cb is None or cv.axis != cb.axis or cv.searched != cb.searched:
         return None
-    if not cv.searched and cv.trial_load != cb.trial_load:
+    if cv.searched:
+        sv = capacity_side(v, cfg, 1) if cfg is not None else None
+        sb = capacity_side(b, cfg, 1) if cfg is not None else None
+        if sv is None or sb is None:
+            return None
+        d = compare_capacities(sv, sb, margin=cfg.evidence.equivalence_margin if cfg else 0.05)
+        if d.ratio is None:
+            return None
+        lo = "unbounded" if d.low is None else f"{100 * (d.low - 1):+.1f}"
+        hi = "unbounded" if d.high is None else f"{100 * (d.high - 1):+.1f}"
+        how = f"paired over {d.pairs} streams" if d.paired else "unpaired"
+        value = f"{v.label}: {d.ratio:.2f}× ({100 * (d.ratio - 1):+.1f}% [{lo}, {hi}] 95% CI, SLA capacities, {how})"
+        basis = f"{v.label} ÷ {b.label}: requests served per second at the SLA capacity ({d.verdict.replace('_', ' ')})"
+        return value, basis
+    tv, tb = standing_points(v), standing_points(b)
+    if len(tv) < 2 or len(tb) < 2 or cv.trial_load != cb.trial_load:
         return None
     cmp = compare([p.output_tok_s for p in tv], [p.output_tok_s for p in tb])
     if cmp.rel_diff_pct is None:
         return None
-    unit = "req/s" if cv.axis == "rate" else "streams"
-    where = "each at its SLA capacity" if cv.searched else f"at a fixed {load_of(tv[0], cv.axis):g} {unit}"
+    where = f"at a fixed {load_of(tv[0], cv.axis):g} streams"
     value = (f"{v.label}: {1 + cmp.rel_diff_pct / 100:.2f}× ({cmp.rel_diff_pct:+.1f}% [{cmp.rel_low_pct:+.1f}, "
              f"{cmp.rel_high_pct:+.1f}] 95% CI, trials {where})")  # fmt: skip
     basis = (f"{v.label} ÷ {b.label}: mean output tok/s {cmp.a.mean:,.0f} / {cmp.b.mean:,.0f} over {len(tv)} and "

@@ -265,7 +265,7 @@ def _speedup(knob: str, what: str) -> Check:
         values, bases, cut = [], [], []
         for v, b in _variant_pairs(inputs.results, knob):
             cond = f" ({what}; {prompt_conditions(inputs, v, drafting=knob == 'speculative')}{_accepted(v)})"
-            trial = trial_speedup(v, b)
+            trial = trial_speedup(v, b, inputs.cfg)
             if trial is not None:
                 values.append(trial[0])
                 bases.append(trial[1] + cond)

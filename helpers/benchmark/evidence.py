@@ -17,10 +17,14 @@ from typing import TYPE_CHECKING, Literal
 
 import httpx
 
-from helpers.benchmark.capacity import CapacitySearch, Measurement, Probe, judge, measurement_from_load
-from helpers.benchmark.sla import load_of, meets_sla, trial_points
+from helpers.benchmark.boundary import Reading
+from helpers.benchmark.capacity import Measurement, Probe, judge, measurement_from_load
+from helpers.benchmark.edge_search import Ask, EdgeSearch
+from helpers.benchmark.judged import grid_readings, load_of, measurement_of, sustained_view
+from helpers.benchmark.sla import meets_sla, trial_points
 from helpers.core.config import PlaybookConfig
 from helpers.core.text import label_slug
+from helpers.environment.prediction_check import predicted_capacity
 from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
 
 if TYPE_CHECKING:
@@ -38,8 +42,14 @@ def fixed_concurrency(cfg: PlaybookConfig) -> int:
     return cfg.evidence.trials.fixed_concurrency or wl.target_concurrency or max(wl.concurrency)
 
 
-LATENCY_SPANS = 3.0
-"""A probe offers arrivals for at least this many request latencies, so that its steady window is long."""
+LATENCY_SPANS = 4.0
+"""A probe offers arrivals for at least this many request latencies, so that whether the engine kept up can be read.
+
+The served share is the slope of finish times against send times after the first latency (the batch
+filling, ``measure.timing.keep_up``). On a simulated 64-slot server (``fakes.sim_engine.QueueEngine``, 40
+seeds, 2026-12-04) a load 25% over capacity read as not sustained in 80% of probes of 3 latencies, 88% of
+4 and 95% of 5; 20% under capacity, as sustained in 100%, 98% and 100%. Four is the length a 70B probe can
+afford (about 100 s of arrivals for 25-s requests)."""
 
 
 def probe_requests(run: EngineRun, load: float, latency_s: float | None = None) -> int:
@@ -102,56 +112,6 @@ def sla_crossing(within: Point, past: Point, ttft_limit_ms: float) -> int | None
     return max(within.concurrency, min(past.concurrency - 1, math.floor(at)))
 
 
-DRAIN_SHARE = 0.9
-"""A probe whose in-flight requests reached this share of all it sent never drained: the engine fell behind.
-
-Seen on the H200 (2026-12-01): vLLM admitted every request of an overloaded probe into its running
-batch (none waited), so its waiting-request gauge stayed flat while the batch grew to the whole probe;
-TTFT stayed inside the SLA because prefill ran first, and only the completions showed the overload.
-"""
-PLAUSIBLE_SERVED = 1.2
-"""A client-side served rate above this multiple of the sent rate is an artefact, not a measurement."""
-
-
-def sustained_view(m: Measurement, point: Point, sent: int) -> Measurement:
-    """``m`` with the overload tests that hold on every engine: in-flight growth and a plausible served rate.
-
-    The server's in-flight count (running + waiting requests, ``/metrics``) that reached
-    ``DRAIN_SHARE`` of the requests sent marks the load as not sustained (queue grew); a served rate
-    the client computed above ``PLAUSIBLE_SERVED`` × the sent rate is dropped (not measured).
-    """
-    data = m.model_dump()
-    inflight = (point.server.running_max or 0) + (point.server.queue_max or 0)
-    if sent and inflight >= DRAIN_SHARE * sent:
-        data["queue_growing"] = True
-        data["queue_growth"] = None
-    if m.offered_rate and m.achieved_rate and m.achieved_rate > PLAUSIBLE_SERVED * m.offered_rate:
-        data["offered_rate"] = data["achieved_rate"] = None
-    return Measurement.model_validate(data)
-
-
-def measurement_of(point: Point, axis: str) -> Measurement:
-    """The measurement a stored probe or trial stands for (to judge it again, e.g. with a corrected rule).
-
-    A point that kept its judged probe is re-judged from everything the live judgement saw (sent and
-    served rates, steady window, queue trend, client lag); an older one from its figures alone.
-    """
-    attempted = point.requests + point.errors
-    if point.probe:
-        fields = Measurement.model_fields
-        m = Measurement.model_validate({k: v for k, v in point.probe.items() if k in fields})
-        return sustained_view(m, point, attempted + point.incomplete)
-    m = Measurement(
-        load=load_of(point, axis),
-        axis=axis,  # type: ignore[arg-type]
-        ttft_p95_ms=point.ttft_ms_p95,
-        itl_p95_ms=point.itl_ms_p95,
-        error_share=point.errors / attempted if attempted else 0.0,
-        requests=point.requests,
-    )
-    return sustained_view(m, point, attempted)
-
-
 def reset_prefix_cache(run: EngineRun) -> str | None:
     """Ask the engine to drop its prefix cache; None when done, else why not."""
     path = run.adapter.cache_reset_path
@@ -173,12 +133,11 @@ def resets_cache(run: EngineRun) -> bool:
     return wl.shared_prefix_tokens == 0 and wl.source.kind == "synthetic"
 
 
-async def search(run: EngineRun) -> CapacitySummary | None:
-    """The capacity search on the running engine; None if the engine died (the result row says why)."""
-    s, result = run.cfg.evidence.search, run.result
-    reuse = [Probe.model_validate(p.probe) for p in run.stored_points("search") if p.probe]
-    machine = CapacitySearch(
-        start_load(result, run),
+def _edge_search(run: EngineRun, start: float, reuse: dict[str, Probe], extra: list[Reading]) -> EdgeSearch:
+    """The search's state machine with the config's settings."""
+    s = run.cfg.evidence.search
+    return EdgeSearch(
+        start,
         run.cfg.sla,
         axis=s.axis,
         growth=s.growth,
@@ -187,104 +146,145 @@ async def search(run: EngineRun) -> CapacitySummary | None:
         min_sustained_ratio=s.min_sustained_ratio,
         max_client_lag_ms=s.max_client_lag_ms,
         retries=s.retries,
+        edge_rounds_min=s.edge_rounds_min,
+        edge_rounds_max=s.edge_rounds_max,
+        edge_step=s.edge_step,
+        target_rel=s.target_rel_ci,
         reuse=reuse,
+        extra=extra,
     )
+
+
+def summary_of(machine: EdgeSearch, cfg: PlaybookConfig, note_prefix: str = "") -> CapacitySummary:
+    """The record of a finished search: the estimate from every valid probe, and every probe."""
+    est = machine.estimate()
+    return CapacitySummary(
+        axis=machine.axis,
+        capacity=est.value if est.status == "estimated" else (est.low if est.status == "at_least" else None),
+        bracket_low=est.bracket_low,
+        bracket_high=est.bracket_high,
+        bounded=est.status == "estimated",
+        converged=est.conclusive,
+        tolerance=cfg.evidence.search.tolerance,
+        note=note_prefix + machine.note(),
+        probes=[p.model_dump(mode="json") for p in machine.probes],
+        estimate=est,
+    )
+
+
+def start_of(result: EngineResult, run: EngineRun) -> tuple[float, str]:
+    """Where the search starts, and why: configured, else step 4's prediction, else the grid (``start_load``)."""
+    s = run.cfg.evidence.search
+    if s.start is not None:
+        return s.start, "configured"
+    if s.start_from == "prediction":
+        predicted = predicted_capacity(run.run_dir, result.label, s.axis)
+        if predicted:
+            return (float(max(1, round(predicted))) if s.axis == "concurrency" else predicted), "step 4's prediction"
+    return start_load(result, run), "the grid"
+
+
+async def search(run: EngineRun) -> CapacitySummary | None:
+    """The capacity search on the running engine; None if the engine died (the result row says why).
+
+    Each ask of the state machine (``edge_search.EdgeSearch``) is measured on its stream. A probe during
+    which other programs loaded the machine (``measure.interference``) is kept, marked superseded, and
+    measured once more on the same stream (the prefix cache reset first where the engine allows it).
+    """
+    result = run.result
+    stored = [p for p in run.stored_points("search") if p.probe and p.probe.get("stream")]
+    reuse = {p.probe["stream"]: Probe.model_validate(p.probe) for p in stored if not p.probe.get("superseded")}
+    start, why = start_of(result, run)
+    machine = _edge_search(run, start, reuse, grid_readings(result, run.cfg))
+    kept_aside = [Probe.model_validate(p.probe) for p in stored if p.probe.get("superseded")]
     label = result.label
+    run.say(f"{label}: capacity search from {start:.4g} ({why})")
     for number in itertools.count():
-        if (load := machine.next_load()) is None:
+        if (ask := machine.next()) is None:
             break
-        probe = machine.take_reused(load)
-        if probe is None:
-            run.steps.begin(label, "probe", number, f"capacity probe {number + 1}")
-            attempt = sum(1 for p in machine.probes if p.load == load)
-            n = probe_requests(run, load, latency_estimate(result.points))
-            got = await run.measure_load(phase="search", load=load, tag=f"{load:.5g}-{attempt}", requests=n)
-            if got is None:
-                return None
-            point, res, queue = got
-            m = measurement_from_load(res, load=load, axis=s.axis, queue_samples=queue or None)
-            probe = machine.record(sustained_view(m, point, res.requests + res.errors + res.incomplete))
-            point.probe, point.verdict = probe.model_dump(mode="json"), probe.why
-            run.save(point, tag=f"{load:.5g}-{attempt}")
-            run.steps.end(label, "probe", number)
-            run.result.points.append(point)
-        else:
+        probe = machine.take_reused(ask)
+        if probe is not None:
             run.steps.kept(label, "probe", number)
             machine.record(probe)
-        run.say(f"{result.label}: capacity probe {load:.4g} → {'pass' if probe.passed else 'fail'}: {probe.why}")
-    run.steps.drop(label, "probe")  # the bracket is narrow enough: the probes left are not needed
-    found = machine.result()
-    return CapacitySummary(
-        axis=found.axis,
-        capacity=found.capacity,
-        bracket_low=found.bracket_low,
-        bracket_high=found.bracket_high,
-        bounded=found.bounded,
-        converged=found.converged,
-        tolerance=found.tolerance,
-        note=found.note,
-        probes=[p.model_dump(mode="json") for p in found.probes],
-    )
+        else:
+            run.steps.begin(label, "probe", number, f"capacity probe {number + 1} ({ask.purpose})")
+            got = await _measure_ask(run, ask, ask.stream)
+            if got is None:
+                return None
+            if got[1].interference:  # measured while something else loaded the machine: once more
+                first, m_first = got
+                aside = judge(m_first, run.cfg.sla, *_judging(run)).model_copy(update={"superseded": True})
+                _save_probe(run, first, aside, f"{ask.stream}-interfered")
+                kept_aside.append(aside)
+                reset_prefix_cache(run)
+                got = await _measure_ask(run, ask, ask.stream)
+                if got is None:
+                    return None
+            point, m = got
+            probe = machine.record(m)
+            _save_probe(run, point, probe, ask.stream)
+            run.steps.end(label, "probe", number)
+        verdict = "pass" if probe.passed else "fail"
+        run.say(f"{label}: capacity probe {ask.load:.4g} ({ask.stream}) → {verdict}: {probe.why}")
+    run.steps.drop(label, "probe")  # the estimate is tight enough: the probes left are not needed
+    summary = summary_of(machine, run.cfg, note_prefix=f"started from {start:.4g} ({why}); ")
+    summary.probes += [p.model_dump(mode="json") for p in kept_aside]
+    return summary
+
+
+def _judging(run: EngineRun) -> tuple[float, float | None]:
+    s = run.cfg.evidence.search
+    return s.min_sustained_ratio, s.max_client_lag_ms
+
+
+async def _measure_ask(run: EngineRun, ask: Ask, stream: str) -> tuple[Point, Measurement] | None:
+    """Measure one ask on ``stream``: its point and the measurement the search judges; None if the engine died."""
+    axis = run.cfg.evidence.search.axis
+    n = probe_requests(run, ask.load, latency_estimate(run.result.points))
+    got = await run.measure_load(phase="search", load=ask.load, tag=stream, requests=n, stream=stream)
+    if got is None:
+        return None
+    point, res, queue = got
+    m = measurement_from_load(res, load=ask.load, axis=axis, queue_samples=queue or None)
+    m = sustained_view(m, point, res.requests + res.errors + res.incomplete)
+    return point, m.model_copy(update={"stream": stream, "interference": res.interference})
+
+
+def _save_probe(run: EngineRun, point: Point, probe: Probe, tag: str) -> None:
+    """Keep the judged probe on its point and write the point now."""
+    point.probe, point.verdict = probe.model_dump(mode="json"), probe.why
+    run.save(point, tag=tag)
+    run.result.points.append(point)
 
 
 def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary | None:
     """The capacity from a configuration's stored probes, judged again with today's rules (no engine needed).
 
-    Used when a run is re-rendered from its points (``playbook run --from-points``): the capacity is the
-    highest passing load below the lowest failing one; trials count only where they ran at that load.
+    Used when a run is re-rendered from its points (``playbook run --from-points``). Every stored probe
+    counts, and so do the trials of runs made before the edge rounds existed (each was a probe at its load);
+    probes marked superseded (measured again under interference) stay out.
     """
     s, limits = run.cfg.evidence.search, run.cfg.sla
-    stored = [p for p in result.points if p.phase == "search" and p.trial is None]  # probes, not stepped-down trials
+    stored = [p for p in result.points if p.phase in ("search", "trial")]
     if not stored:
         return None
-    probes = [judge(measurement_of(p, s.axis), limits, s.min_sustained_ratio, s.max_client_lag_ms) for p in stored]
-    fails = [p.load for p in probes if not p.passed]
-    ceiling = min(fails) if fails else float("inf")
-    passes = [p.load for p in probes if p.passed and p.load < ceiling]
-    cap = max(passes) if passes else None
-    high = ceiling if fails else None
-    bounded = cap is not None and high is not None
-    converged = bounded and (high - cap) / cap <= s.tolerance
-    if cap is None:
-        note = f"SLA missed at the lowest load tried ({min(fails):.3g}): capacity is below it"
-    elif high is None:
-        note = f"SLA met at the highest load tried ({cap:.3g}): capacity is at least that"
-    else:
-        why = next(p.why for p in probes if p.load == high)
-        note = f"capacity {cap:.3g}: passed there, failed at {high:.3g} ({why})"
-        if not converged:
-            note += f"; bracket wider than the {s.tolerance:.0%} tolerance (the search did not finish)"
-
-    # a round of trials that missed was saved again as search points (same load and trial number): superseded
-    superseded = {(load_of(p, s.axis), p.trial) for p in result.points if p.phase == "search" and p.trial is not None}
-    trials = [p for p in result.points if p.phase == "trial"]
-    live = [p for p in trials if (load_of(p, s.axis), p.trial) not in superseded]
-    rounds = sorted({load_of(p, s.axis) for p in live if cap is not None and load_of(p, s.axis) <= cap * (1 + 1e-9)})
-    trial_load = rounds[0] if rounds else None  # each step down ran lower: the lowest round is the last one
-    kept = [p for p in live if trial_load is not None and load_of(p, s.axis) == trial_load]
-    summary = CapacitySummary(
-        axis=s.axis,
-        capacity=cap,
-        bracket_low=cap,
-        bracket_high=high,
-        bounded=bounded,
-        converged=converged,
-        tolerance=s.tolerance,
-        note=f"re-judged from the stored probes: {note}",
-        probes=[p.model_dump(mode="json") for p in probes],
-        trial_load=trial_load if kept else None,
-    )
-    dropped = len(live) - len(kept)
-    at = "the capacity" if trial_load == cap else f"{trial_load:.4g} (stepped down from the capacity)"
-    summary.trials_note = (f"{len(kept)} trial(s) at {at}" if kept else "no trial at the capacity") + (
-        f"; {dropped} trial(s) ran at a load the re-judged search no longer passes: not used" if dropped else ""
-    )
-    if len(trials) > len(live):
-        summary.trials_note += f"; {len(trials) - len(live)} trial(s) missed the SLA or fell behind (stepped down)"
-    for p in trials:
-        if p not in kept:
-            p.phase = "search"
+    probes = []
+    for p in stored:
+        old = p.probe or {}
+        probe = judge(measurement_of(p, s.axis), limits, s.min_sustained_ratio, s.max_client_lag_ms)
+        stream = old.get("stream") or (f"trial-{p.trial}" if p.phase == "trial" else None)
+        probes.append(probe.model_copy(update={"stream": stream, "superseded": bool(old.get("superseded"))}))
+    machine = _edge_search(run, probes[0].load, {}, grid_readings(result, run.cfg))
+    machine.probes = probes
+    summary = summary_of(machine, run.cfg, note_prefix="re-judged from the stored probes: ")
+    summary.note = f"re-judged from the stored probes: capacity {summary.estimate.text(_unit(s.axis))}"
+    for p in stored:
+        p.phase = "search"  # a trial of an older run is one more probe of the estimate
     return summary
+
+
+def _unit(axis: str) -> str:
+    return "streams" if axis == "concurrency" else "req/s"
 
 
 def rebuild_from_points(run: EngineRun) -> EngineResult:

@@ -1,7 +1,8 @@
 """Requests in flight at the measurement that stands for a configuration: what its engine really held.
 
-The trials at a configuration's SLA capacity (or at its fixed load) record the engine's own running and
-waiting request gauges (``Point.server``, sampled from ``/metrics``). Their mean over the standing trials is
+The probes that passed near a configuration's SLA capacity (or its trials at a fixed load:
+``helpers.benchmark.sla.standing_points``) record the engine's own running and waiting request gauges
+(``Point.server``, sampled from ``/metrics``). Their mean over those standing measurements is
 the concurrency one replica sustained within the SLA. The decision tree reads it as the workload's
 concurrency when it exists (seed 003 §3.3: "50+ concurrent requests"), the rollback floor divides the
 measured throughput by it (output tok/s per running request), and the autoscaling trigger holds each replica
@@ -13,7 +14,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from helpers.benchmark.sla import standing_trials
+from helpers.benchmark.sla import standing_points
 from helpers.run.records import EngineResult
 
 
@@ -46,7 +47,7 @@ def in_flight(result: EngineResult | None) -> InFlight | None:
     """The requests ``result``'s engine held during its standing trials; None without trials."""
     if result is None:
         return None
-    trials = standing_trials(result)
+    trials = standing_points(result)
     if not trials:
         return None
     sampled = [p for p in trials if p.server.running_mean is not None]
@@ -61,6 +62,7 @@ def in_flight(result: EngineResult | None) -> InFlight | None:
             source="engine metrics",
         )
     cap = result.capacity
-    if cap is not None and cap.axis == "concurrency" and cap.trial_load:
-        return InFlight(result.label, float(cap.trial_load), 0.0, None, len(trials), "closed-loop streams")
+    if cap is not None and cap.axis == "concurrency":
+        streams = statistics.mean(float(p.concurrency) for p in trials)
+        return InFlight(result.label, streams, 0.0, None, len(trials), "closed-loop streams")
     return None

@@ -1,7 +1,8 @@
 """The plan of step 5's work, before it starts: every unit of every engine configuration, with the seconds expected.
 
 Per configuration, in the order they run: the cold start, the sweep points, the trace replay, the
-capacity probes (at most ``evidence.search.max_probes``), the trials (up to ``evidence.trials.max_trials``),
+capacity probes (at most ``evidence.search.max_probes`` and two per edge round), the fixed-load trials of a
+run without a search (up to ``evidence.trials.max_trials``),
 the two sides of the batching comparison where asked, and, per tuning value, a cold start and a point.
 Expected seconds come from the config: a load point is its waves of requests (requests ÷ concurrency)
 at a prior request latency, a probe or trial about
@@ -168,9 +169,10 @@ def engine_units(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path | None = N
         units.append(unit("replay", 0, "trace replay", replay_seconds(cfg)))
     units += [unit("structured", w, f"{w} replay", structured_seconds(cfg, w)) for w in structured_workloads(cfg)]
     probe = probe_seconds(cfg)
-    if ev.search.enabled:
-        units += [unit("probe", i, f"capacity probe {i + 1}", probe) for i in range(ev.search.max_probes)]
-    if ev.trials.enabled:
+    if ev.search.enabled:  # the coarse probes and two a round at the edge, at most
+        most = ev.search.max_probes + 2 * ev.search.edge_rounds_max
+        units += [unit("probe", i, f"capacity probe {i + 1}", probe) for i in range(most)]
+    elif ev.trials.enabled:
         units += [unit("trial", f"t{i}", f"trial {i + 1}", probe) for i in range(ev.trials.max_trials)]
     if label in batching_labels(cfg):
         units += [unit("batching", m, f"{m} batching", batching_seconds(cfg, m)) for m in MODES]

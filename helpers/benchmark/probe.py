@@ -1,11 +1,17 @@
 """What one load of the capacity search measured, and the judgement of it: within the SLA, sustained, delivered.
 
 A load *passes* when its TTFT p95 (and ITL p95, when limited) is within the SLA, errors stay under their
-share, and the engine keeps up: over the probe's steady window (from its first finished request to its
-last sent one) it served at least ``min_sustained_ratio`` of the rate it was offered, and neither the
-server's waiting queue nor the client's requests in flight grew. A probe with no steady window (its
-first requests finished after the last was sent) shows no served rate: the engine fell behind, or the
-probe was too short for the requests' latency; either way the load is not shown to be sustained.
+share, and the engine keeps up: it served at least ``min_sustained_ratio`` of the rate it was offered,
+and neither the server's waiting queue nor the client's requests in flight grew. What was served is read
+from the slope of finish times against send times (``helpers.measure.timing.keep_up``), which holds for
+requests of one second as of one minute; a probe stored before that existed is read over its steady
+window (first finish to last send) instead, and one with no steady window shows no served rate.
+
+Every judged probe also carries a *margin*: how far its binding criterion is past its limit, on a log
+scale (log of TTFT p95 over its limit, of ITL p95 over its limit, of the served-share floor over the
+share served). A margin ≤ 0 passes, > 0 fails, and its size says by how much: the capacity estimator
+(``helpers.benchmark.boundary``) fits the margins of all the probes against load. A failure that has no
+size (errors over their share, a growing queue, no request completed) has no margin (None).
 """
 
 from __future__ import annotations
@@ -52,6 +58,17 @@ class Measurement(_Record):
         default=None,
         description="First finish to last send (s); the served rate is measured over it. None: not recorded.",
     )
+    served_ratio: float | None = Field(
+        default=None, description="Served ÷ offered from finish against send times (timing.keep_up); None: not read."
+    )
+    served_ratio_low: float | None = Field(default=None, description="Its 95% interval, low end.")
+    served_ratio_high: float | None = Field(default=None, description="Its 95% interval, high end.")
+    stream: str | None = Field(
+        default=None, description="The arrival schedule and prompts it ran on (the same for every configuration)."
+    )
+    interference: str | None = Field(
+        default=None, description="What else loaded the machine while it ran (None: nothing over the limit)."
+    )
 
 
 class Probe(Measurement):
@@ -61,6 +78,21 @@ class Probe(Measurement):
     meets_sla: bool
     delivered: bool = Field(default=True, description="The client sent on schedule (lag within the limit).")
     why: str
+    margin: float | None = Field(
+        default=None,
+        description="Binding criterion past its limit, log scale (≤ 0 passes); None: a failure without a size, "
+        "or not judged with margins.",
+    )
+    margins: dict[str, float] = Field(
+        default_factory=dict, description="Each sized criterion's margin ('TTFT p95', 'ITL p95', 'served')."
+    )
+    censored: bool = Field(
+        default=False, description="Failed on a criterion without a size (errors, a growing queue, nothing done)."
+    )
+    errors_ok: bool = Field(default=True, description="Failed requests within the SLA's share.")
+    superseded: bool = Field(
+        default=False, description="Measured again (other load on the machine): left out of the estimate."
+    )
 
     @property
     def passed(self) -> bool:
@@ -82,6 +114,9 @@ class CapacityResult(_Record):
     tolerance: float
 
 
+SERVED = "served"
+"""The name of the served-share criterion among a probe's margins."""
+
 POISSON_Z = 2.0
 """How many Poisson standard errors of a probe's counts a served/sent shortfall must exceed to count."""
 
@@ -96,14 +131,58 @@ def sustained_floor(min_sustained_ratio: float, requests: int) -> float:
     return min_sustained_ratio - POISSON_Z / math.sqrt(max(1, requests))
 
 
-def _check(name: str, value: float | None, limit: float, fmt: str, fails: list[str], oks: list[str]) -> None:
-    """Add '<name> <value> ms > <limit> ms' to ``fails``, or its '≤' to ``oks``."""
+def _check(
+    name: str, value: float | None, limit: float, fmt: str, fails: list[str], oks: list[str], margins: dict[str, float]
+) -> None:
+    """Add '<name> <value> ms > <limit> ms' to ``fails``, or its '≤' to ``oks``; its log margin to ``margins``."""
     if value is None or not math.isfinite(value):
         fails.append(f"{name} not measured")
     else:
         (fails if value > limit else oks).append(
             f"{name} {value:{fmt}} ms {'>' if value > limit else '≤'} {limit:{fmt}} ms"
         )
+        margins[name] = math.log(max(value, 1e-9) / limit)
+
+
+def keep_up_floor(min_sustained_ratio: float, ratio: float, low: float | None) -> float:
+    """The served share below which a load is not sustained: ``min_sustained_ratio`` less twice the slope's noise.
+
+    The noise is the standard error of the share read from its 95% interval's lower side (Theil–Sen).
+    """
+    se = (ratio - low) / 1.96 if low is not None and math.isfinite(low) else 0.0
+    return min_sustained_ratio - 2.0 * max(0.0, se)
+
+
+def _served(
+    m: Measurement, min_sustained_ratio: float, oks: list[str], unsustained: list[str], margins: dict[str, float]
+) -> bool:
+    """The served-share part of the judgement (rate axis): an ok, or why not sustained, and its margin.
+
+    False when it found the load not sustained without a size (no served rate could be read).
+    """
+    if m.served_ratio is not None:
+        floor = keep_up_floor(min_sustained_ratio, m.served_ratio, m.served_ratio_low)
+        text = f"served {m.served_ratio:.0%} of the offered rate (finish against send times)"
+        (oks if m.served_ratio >= floor else unsustained).append(
+            text if m.served_ratio >= floor else f"{text} < {floor:.1%} ({min_sustained_ratio:.0%} less the noise)"
+        )
+        margins[SERVED] = math.log(floor / max(m.served_ratio, 1e-9))
+    elif m.offered_rate and m.achieved_rate is not None:
+        ratio, floor = m.achieved_rate / m.offered_rate, sustained_floor(min_sustained_ratio, m.requests)
+        rates = f"served {m.achieved_rate:,.2f} of {m.offered_rate:,.2f} req/s offered ({ratio:.0%})"
+        (oks if ratio >= floor else unsustained).append(
+            rates if ratio >= floor else f"{rates} < {floor:.1%} ({min_sustained_ratio:.0%} less the noise)"
+        )
+        margins[SERVED] = math.log(max(floor, 1e-9) / max(ratio, 1e-9))
+    elif m.requests and m.offered_rate and m.steady_window_s is not None:
+        unsustained.append(
+            f"no steady window ({max(0.0, m.steady_window_s):,.1f} s from first finish to last send): no served rate, "
+            "the engine fell behind or the probe is too short for the requests' latency"
+        )
+        return False
+    elif m.requests:
+        oks.append("rates not measured")
+    return True
 
 
 def judge(
@@ -111,41 +190,50 @@ def judge(
 ) -> Probe:
     """Decide whether one measured load meets the SLA and was sustained, with the reasons.
 
-    Sustained: the achieved rate is at least ``min_sustained_ratio`` of the offered one and the queue
-    did not grow (either check is skipped, and says so, when its inputs were not measured, as for a
-    closed-loop concurrency point). Delivered: the client's p95 lag is within ``max_client_lag_ms``.
+    Sustained: the share of the offered rate served is at least ``min_sustained_ratio`` less its noise and
+    the queue did not grow (either check is skipped, and says so, when its inputs were not measured, as for
+    a closed-loop concurrency point). Delivered: the client's p95 lag is within ``max_client_lag_ms``; a
+    load the client did not deliver has no margin (it says nothing about the engine).
     """
     fails: list[str] = []
     oks: list[str] = []
+    margins: dict[str, float] = {}
+    sized = True  # every failure found so far has a size (a margin)
     if m.requests == 0:
         fails.append("no request completed")
+        sized = False
     else:
-        _check("TTFT p95", m.ttft_p95_ms, limits.ttft_p95_ms, ",.0f", fails, oks)
+        _check("TTFT p95", m.ttft_p95_ms, limits.ttft_p95_ms, ",.0f", fails, oks, margins)
         if limits.itl_p95_ms is not None and m.itl_p95_ms is not None:  # as sla.meets_sla: unmeasured ITL passes
-            _check("ITL p95", m.itl_p95_ms, limits.itl_p95_ms, ",.1f", fails, oks)
+            _check("ITL p95", m.itl_p95_ms, limits.itl_p95_ms, ",.1f", fails, oks, margins)
+        sized = sized and not any(f.endswith("not measured") for f in fails)
     if m.error_share > limits.max_error_share:
         fails.append(f"errors {m.error_share:.1%} > {limits.max_error_share:.1%}")
+        sized = False
     unsustained: list[str] = []
-    if m.offered_rate and m.achieved_rate is not None:
-        ratio, floor = m.achieved_rate / m.offered_rate, sustained_floor(min_sustained_ratio, m.requests)
-        rates = f"served {m.achieved_rate:,.2f} of {m.offered_rate:,.2f} req/s offered ({ratio:.0%})"
-        (oks if ratio >= floor else unsustained).append(
-            rates if ratio >= floor else f"{rates} < {floor:.1%} ({min_sustained_ratio:.0%} less the noise)"
-        )
-    elif m.requests and m.axis == "rate" and m.offered_rate and m.steady_window_s is not None:
-        unsustained.append(
-            f"no steady window ({max(0.0, m.steady_window_s):,.1f} s from first finish to last send): no served rate, "
-            "the engine fell behind or the probe is too short for the requests' latency"
-        )
-    elif m.requests:
-        oks.append("rates not measured (closed loop)" if m.axis == "concurrency" else "rates not measured")
+    if m.axis == "concurrency":
+        if m.requests:
+            oks.append("rates not measured (closed loop)")
+    else:
+        sized = _served(m, min_sustained_ratio, oks, unsustained, margins) and sized
     if m.queue_growing:
         slope = f" (+{m.queue_growth:,.2f}/s)" if m.queue_growth is not None else ""
         unsustained.append(f"queue grew over the trial{slope}")
+        sized = False
     elif m.queue_growing is False:
         oks.append("queue flat")
     late = max_client_lag_ms is not None and (m.client_lag_p95_ms or 0.0) > max_client_lag_ms
     lag = [f"client sent late (p95 {m.client_lag_p95_ms:,.0f} ms > {max_client_lag_ms:,.0f} ms)"] if late else []
     why = "; ".join(fails + unsustained + lag) or "; ".join(oks)
     sustained = m.requests > 0 and not unsustained
-    return Probe(**m.model_dump(), sustained=sustained, meets_sla=not fails, delivered=not late, why=why)
+    return Probe(
+        **m.model_dump(),
+        sustained=sustained,
+        meets_sla=not fails,
+        delivered=not late,
+        why=why,
+        margin=max(margins.values()) if margins and sized and not late else None,
+        margins={} if late else margins,
+        censored=not sized and not late,
+        errors_ok=m.error_share <= limits.max_error_share,
+    )

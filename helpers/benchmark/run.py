@@ -37,6 +37,7 @@ from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.server import ServerHandle, start_on_a_free_port
 from helpers.measure.guidellm_setup import prewarm
+from helpers.measure.interference import InterferenceWatch
 from helpers.measure.loadgen import LoadResult, run_point, run_rate, run_replay
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.measure.telemetry import GpuSampler, local_gpu_spec
@@ -165,16 +166,26 @@ class EngineRun:
         save_point(self.run_dir, point, tag)
 
     async def measure_load(
-        self, phase: str, load: float, tag: str, requests: int, warmup: int = 0
+        self, phase: str, load: float, tag: str, requests: int, warmup: int = 0, stream: str | None = None
     ) -> tuple[Point, LoadResult, list[tuple[float, float]]] | None:
         """One load of the capacity search or a trial: open-loop rate or closed-loop concurrency, per config.
 
+        ``stream`` names the traffic: its arrival schedule (unit-rate Poisson gaps, scaled to the load) and
+        its prompts are seeded by the name alone, so every configuration measured on the same stream gets the
+        same traffic (``helpers.benchmark.edge_search``); the prompts are written for the most requests a probe
+        may have, and a probe takes the first ones. Without a stream, the load gets traffic of its own.
         Returns the point (not yet saved), the raw figures and the queue samples (time, waiting) from
         ``/metrics``; None if the engine died.
         """
         assert self.handle is not None
         axis, t0 = load_axis(self.cfg), time.monotonic()
-        dataset = prepare_dataset(self.cfg, self.run_dir, f"{phase}-{tag}", n=requests + warmup)
+        if stream is not None:
+            key, rows = f"stream-{stream}", self.cfg.evidence.search.max_requests + warmup
+            seed = int(hashlib.sha256(f"stream|{stream}".encode()).hexdigest()[:8], 16)
+        else:
+            key, rows = f"{phase}-{tag}", requests + warmup
+            seed = int(hashlib.sha256(f"{self.spec.label}|{phase}|{tag}".encode()).hexdigest()[:8], 16)
+        dataset = prepare_dataset(self.cfg, self.run_dir, key, n=rows)
         common = dict(
             base_url=self.handle.base_url,
             served_model=self.adapter.served_model_name(self.cfg.model),
@@ -185,11 +196,7 @@ class EngineRun:
             api_key=self.handle.api_key,
             warmup_requests=warmup,
         )
-        if axis == "rate":  # a seed of its own per load and trial: independent arrival schedules
-            seed = int(hashlib.sha256(f"{self.spec.label}|{phase}|{tag}".encode()).hexdigest()[:8], 16)
-            job = run_rate(rate=load, seed=seed, **common)
-        else:
-            job = run_point(concurrency=int(load), **common)
+        job = run_rate(rate=load, seed=seed, **common) if axis == "rate" else run_point(concurrency=int(load), **common)
         sampled = await self.sampled(job, f"the {phase} at {load:.4g}")
         self.account("search" if phase == "search" else "trials", t0)
         if sampled is None:
@@ -223,10 +230,14 @@ class EngineRun:
             self.handle.base_url + path, names, parse=PAGE_FORMATS[page_format], headers=self.handle.headers
         ).start()
         gpu = GpuSampler().start()
+        engine_pid = self.handle.process.pid if self.handle.process is not None else None
+        watch = InterferenceWatch(engine_pid, self.cfg.evidence.max_other_cpu_cores).start()
         try:
             res = await load
         finally:
             server_stats, gpu_stats = server.stop(), gpu.stop()
+            other = watch.stop()
+        res.interference = other
         server_stats.spec_decode = spec_decode_stats([s.spec for s in server.snaps], names)
         if not self.handle.alive() or res.hung:  # the point in flight is not a measurement
             died = f"{self.handle.exit_reason()} during {what}"
@@ -242,7 +253,7 @@ class EngineRun:
         self, spec: EngineSpec, point: Point, res: LoadResult, server_stats: ServerStats, gpu_stats: GpuStats
     ) -> None:
         """Attach server and GPU samples, the roofline bound and the first request error to ``point``."""
-        point.server, point.gpu = server_stats, gpu_stats
+        point.server, point.gpu, point.interference = server_stats, gpu_stats, res.interference
         point.roofline = point_bound(
             self.cfg.model.directory,
             self.gpu_spec,

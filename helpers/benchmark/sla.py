@@ -5,18 +5,36 @@ review and the reports index all ask it.
 
 * ``meets_sla(point, sla)``: requests completed, at most ``sla.max_error_share`` of them failed, TTFT
   p95 within ``sla.ttft_p95_ms`` and, when set, ITL p95 within ``sla.itl_p95_ms``.
-* ``representative(result, cfg)``: the repeated trials stand for a configuration, as means with 95%
-  intervals: the trials at its measured SLA capacity, or, with the search disabled, the trials at a
-  fixed load (``helpers.benchmark.trials``). No grid point ever does: a grid point is one sample of
-  closed-loop waves, so a configuration without trials (a run made before trials existed, an engine
-  that died first, trials disabled) has nothing standing for it (``source="none"``) and decides nothing.
+* ``representative(result, cfg)``: what stands for a configuration, with 95% intervals:
+
+  - its **SLA capacity** (``source="capacity"``), estimated from every valid probe of the search
+    (``helpers.benchmark.boundary``): the request rate at the capacity (closed-loop streams are mapped to
+    the rate they served, ``rate_map``) with its interval, and output and total tok/s as that rate times
+    the tokens per request, so that sizing and pricing read one quantity; latency figures come from the
+    probes that passed near the capacity (``standing_points``);
+  - or, with the search disabled, its trials at a **fixed load** (``source="fixed"``): means over the
+    trials that kept up;
+  - or nothing (``source="none"``): a configuration with grid points only (an engine that died first,
+    no evidence phase, a run made before trials existed) decides nothing. A grid point is one sample of
+    closed-loop waves and never stands for a configuration.
+* ``capacity_side(result, cfg, accelerators)``: the configuration as one side of a capacity comparison
+  (``helpers.benchmark.capacity_compare``).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from helpers.benchmark.boundary import WINDOW_RATIO, estimate_capacity
+from helpers.benchmark.capacity_compare import Side
+from helpers.benchmark.judged import EVIDENCE_PHASES, kept_up, load_of, point_readings
+from helpers.benchmark.probe import Probe
 from helpers.benchmark.stats import mean_ci
 from helpers.core.config import SLA, PlaybookConfig
-from helpers.run.records import EngineResult, Figure, Point, Representative
+from helpers.run.records import CapacityEstimate, EngineResult, Figure, Point, Representative
 
 GRID_PHASES = ("sweep", "tune")
 """Phases whose points are load levels of the grid (a replay is not a controlled load)."""
@@ -56,23 +74,92 @@ def trial_points(result: EngineResult) -> list[Point]:
     return [p for p in result.points if p.phase == "trial" and p.requests > 0]
 
 
-def load_of(point: Point, axis: str) -> float:
-    """The load a stored probe or trial ran at: its offered rate (rate axis), else its concurrency."""
-    return point.offered_rate if axis == "rate" and point.offered_rate else float(point.concurrency)
+def _estimate_of(result: EngineResult, cfg: PlaybookConfig | None = None) -> CapacityEstimate | None:
+    """The capacity estimate of a searched configuration; None without a search.
 
-
-def standing_trials(result: EngineResult) -> list[Point]:
-    """The trials that stand for the configuration: those at its trial load (none without one).
-
-    A run folder rebuilt from its points may also hold an earlier attempt's trials at another load.
+    The recorded one, else (with ``cfg``) one made now from its stored probes: a record made before
+    estimates existed.
     """
     cap = result.capacity
+    if cap is None or not cap.searched:
+        return None
+    if cap.estimate is not None or cfg is None:
+        return cap.estimate
+    readings = point_readings(result, cfg)
+    if not readings:
+        return None
+    s = cfg.evidence.search
+    cap.estimate = estimate_capacity(readings, axis=cap.axis, target_rel=s.target_rel_ci)
+    return cap.estimate
+
+
+def _judged(point: Point) -> Probe:
+    return Probe.model_validate(point.probe)
+
+
+def _key(probe: Probe) -> str:
+    """A probe's key among the estimate's window (``boundary.Reading.key``)."""
+    return probe.stream or f"{probe.load:.5g}"
+
+
+def standing_points(result: EngineResult) -> list[Point]:
+    """The measurements that stand beside a configuration's figures (latencies, requests in flight).
+
+    At a searched capacity: the probes that passed within the estimate's window at loads up to the capacity
+    (else the highest passing probe below it). At a fixed load: the trials at that load that kept up.
+    """
+    cap, est = result.capacity, _estimate_of(result)
+    if est is not None:
+        value = est.value or est.low
+        if value is None:
+            return []
+        axis = cap.axis if cap is not None else "rate"
+        probes = [(p, _judged(p)) for p in result.points if p.phase in EVIDENCE_PHASES and p.requests > 0 and p.probe]
+        passing = [(p, q) for p, q in probes if q.passed and not q.superseded and q.delivered]
+        below = [(p, q) for p, q in passing if load_of(p, axis) <= value * (1 + 1e-9)]
+        near = [p for p, q in below if load_of(p, axis) >= value / WINDOW_RATIO and _key(q) in est.window]
+        if near:
+            return near
+        return [max(below, key=lambda pq: load_of(pq[0], axis))[0]] if below else []
     if cap is None or cap.trial_load is None:
         return []
-    return [p for p in trial_points(result) if load_of(p, cap.axis) == cap.trial_load]
+    at = [p for p in trial_points(result) if load_of(p, cap.axis) == cap.trial_load]
+    return [p for p in at if kept_up(p)]
 
 
-def _estimate(values: list[float | None]) -> Figure | None:
+def rate_map(result: EngineResult) -> Callable[[float], float]:
+    """Log load → log request rate served, for a configuration's capacity axis.
+
+    On the rate axis the load is the rate. On the concurrency axis, a least-squares line of log req/s
+    against log streams over the sustained probes and grid points within ``WINDOW_RATIO`` of the capacity
+    (all of them when those hold fewer than two loads); with one load only, req/s in proportion to streams.
+    """
+    cap = result.capacity
+    if cap is None or cap.axis == "rate":
+        return lambda z: z
+    est = _estimate_of(result)
+    centre = (est.value or est.low) if est is not None else None
+    pts = [
+        p
+        for p in result.points
+        if p.phase in (*EVIDENCE_PHASES, "sweep") and p.req_s > 0 and p.concurrency > 0
+        and kept_up(p)
+    ]  # fmt: skip
+    if centre:
+        near = [p for p in pts if abs(math.log(p.concurrency / centre)) <= math.log(WINDOW_RATIO)]
+        pts = near if len({p.concurrency for p in near}) >= 2 else pts
+    if not pts:
+        return lambda z: math.nan
+    z = np.log([p.concurrency for p in pts])
+    y = np.log([p.req_s for p in pts])
+    if np.unique(z).size < 2:
+        shift = float(np.mean(y - z))
+        return lambda v: v + shift
+    slope, icept = np.polyfit(z, y, 1)
+    return lambda v: float(icept + slope * v)
+
+
+def _figure(values: list[float | None]) -> Figure | None:
     xs = [float(v) for v in values if v is not None]
     if not xs:
         return None
@@ -80,56 +167,126 @@ def _estimate(values: list[float | None]) -> Figure | None:
     return Figure(mean=e.mean, low=e.low, high=e.high, n=e.n)
 
 
-def from_trials(result: EngineResult, cfg: PlaybookConfig) -> Representative | None:
-    """The trials at the measured SLA capacity, or at the fixed load, as one representative (95% intervals)."""
-    cap, trials = result.capacity, standing_trials(result)
-    if cap is None or cap.trial_load is None or not trials:
+def _scaled(rate: Figure | None, per_request: float | None) -> Figure | None:
+    """A rate figure times a per-request amount (tokens), interval and all."""
+    if rate is None or per_request is None:
         return None
-    ttft = _estimate([p.ttft_ms_p95 for p in trials])
-    itl = _estimate([p.itl_ms_p95 for p in trials])
+    k = float(per_request)
+    return Figure(
+        mean=rate.mean * k,
+        low=None if rate.low is None else rate.low * k,
+        high=None if rate.high is None else rate.high * k,
+        n=rate.n,
+    )
+
+
+def from_capacity(result: EngineResult, cfg: PlaybookConfig) -> Representative | None:
+    """The searched SLA capacity as one representative (module docstring); None without an estimate."""
+    cap, est = result.capacity, _estimate_of(result, cfg)
+    if cap is None or est is None or est.status not in ("estimated", "at_least"):
+        return None
+    value = est.value if est.status == "estimated" else est.low
+    if not value:
+        return None
+    to_rate = rate_map(result)
+
+    def rate(x: float | None) -> float | None:
+        return None if x is None else math.exp(to_rate(math.log(x)))
+
+    n = max(1, len(est.window) or est.probes)
+    capacity = Figure(mean=value, low=est.low, high=est.high, n=n)
+    rate_fig = Figure(mean=rate(value) or math.nan, low=rate(est.low), high=rate(est.high), n=n)
+    standing = standing_points(result)
+    pool = standing or [p for p in result.points if p.phase in EVIDENCE_PHASES and p.requests > 0]
+    out_tokens = _mean([p.output_tokens_mean for p in pool]) or float(cfg.workload.output_tokens)
+    in_tokens = _mean([p.input_tokens_mean for p in pool]) or float(cfg.workload.input_tokens)
+    unit = "req/s" if cap.axis == "rate" else "streams"
+    served = "" if cap.axis == "rate" else f", serving {rate_fig.mean:.3g} req/s there"
+    return Representative(
+        label=result.label,
+        engine=result.engine,
+        source="capacity",
+        meets_sla=True,
+        phase="search",
+        concurrency=max(1, math.floor(value)) if cap.axis == "concurrency" else None,
+        capacity=capacity,
+        conclusive=est.conclusive,
+        request_rate=rate_fig,
+        output_tok_s=_scaled(rate_fig, out_tokens),
+        total_tok_s=_scaled(rate_fig, None if in_tokens is None or out_tokens is None else in_tokens + out_tokens),
+        ttft_ms_p95=_figure([p.ttft_ms_p95 for p in standing]),
+        itl_ms_p95=_figure([p.itl_ms_p95 for p in standing]),
+        requests=est.requests or sum(p.requests for p in standing),
+        knobs=dict(pool[0].knobs) if pool else {},
+        basis=f"SLA capacity {est.text(unit)}{served}, from {est.probes} valid probes ({est.note})",
+    )
+
+
+def _mean(values: list[float | None]) -> float | None:
+    xs = [float(v) for v in values if v is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def from_fixed_trials(result: EngineResult, cfg: PlaybookConfig) -> Representative | None:
+    """The trials at a fixed load (search disabled) that kept up, as one representative (95% intervals)."""
+    cap, trials = result.capacity, standing_points(result)
+    if cap is None or cap.searched or cap.trial_load is None or not trials:
+        return None
+    ttft = _figure([p.ttft_ms_p95 for p in trials])
+    itl = _figure([p.itl_ms_p95 for p in trials])
     met = (
         ttft is not None
         and ttft.mean <= cfg.sla.ttft_p95_ms
         and all(error_share(p) <= cfg.sla.max_error_share for p in trials)
         and not (cfg.sla.itl_p95_ms is not None and itl is not None and itl.mean > cfg.sla.itl_p95_ms)
     )
-    unit = "req/s" if cap.axis == "rate" else "concurrent streams"
-    where = "the SLA capacity" if cap.searched else "a fixed load (search disabled: not a capacity)"
     return Representative(
         label=result.label,
         engine=result.engine,
-        source="capacity" if cap.searched else "fixed",
+        source="fixed",
         meets_sla=met,
         phase="trial",
-        concurrency=int(cap.trial_load) if cap.axis == "concurrency" else None,
-        request_rate=_estimate([p.req_s for p in trials]),
-        output_tok_s=_estimate([p.output_tok_s for p in trials]),
-        total_tok_s=_estimate([p.total_tok_s for p in trials]),
+        concurrency=int(cap.trial_load),
+        request_rate=_figure([p.req_s for p in trials]),
+        output_tok_s=_figure([p.output_tok_s for p in trials]),
+        total_tok_s=_figure([p.total_tok_s for p in trials]),
         ttft_ms_p95=ttft,
         itl_ms_p95=itl,
         requests=sum(p.requests for p in trials),
         knobs=dict(trials[0].knobs),
-        basis=f"{len(trials)} trial(s) at {where}, {cap.trial_load:.3g} {unit} ({cap.note})",
+        basis=f"{len(trials)} trial(s) at a fixed load (search disabled: not a capacity), "
+        f"{cap.trial_load:.3g} concurrent streams ({cap.note})",
     )
 
 
 def representative(result: EngineResult, cfg: PlaybookConfig) -> Representative:
     """The measurement that stands for ``result`` (module docstring)."""
-    measured = from_trials(result, cfg)
+    measured = from_capacity(result, cfg) or from_fixed_trials(result, cfg)
     if measured is not None:
         return measured
-    if not grid_points(result):
+    est = _estimate_of(result, cfg)
+    if not grid_points(result) and not (result.capacity and result.capacity.probes):
         why = "no measured point"
-    elif result.capacity is not None and result.capacity.searched and result.capacity.capacity is None:
-        why = f"no load met the SLA ({sla_text(cfg.sla)}): nothing to repeat"
+    elif (est is not None and est.status == "below") or (est is None and result.capacity and result.capacity.searched):
+        why = f"no load met the SLA ({sla_text(cfg.sla)})" + (f": {est.note}" if est is not None else "")
+    elif est is not None and est.status == "not_measured":
+        why = f"too few valid probes for a capacity: not measured ({est.note})"
     else:
-        why = "no repeated trials (grid points only: a single sample never stands for a configuration)"
+        why = "no repeated trials or capacity search (grid points only: a single sample never stands for it)"
     return Representative(label=result.label, engine=result.engine, source="none", meets_sla=False, basis=why)
 
 
 def representatives(results: list[EngineResult], cfg: PlaybookConfig) -> dict[str, Representative]:
     """The representative of every configuration, by label, in result order."""
     return {r.label: representative(r, cfg) for r in results}
+
+
+def capacity_side(result: EngineResult, cfg: PlaybookConfig, accelerators: int) -> Side | None:
+    """The configuration as one side of a capacity comparison; None without a searched capacity."""
+    est = _estimate_of(result, cfg)
+    if est is None:
+        return None
+    return Side(result.label, est, point_readings(result, cfg), accelerators, rate_map(result))
 
 
 def sla_share(result: EngineResult, cfg: PlaybookConfig) -> float | None:

@@ -182,8 +182,11 @@ class CapacitySearch(_Strict):
         default="rate",
         description="rate: open-loop Poisson arrivals (how production traffic arrives); concurrency: closed loop.",
     )
-    start: float | None = Field(
-        default=None, gt=0, description="First load tried; default: the lowest sweep point's achieved rate."
+    start: float | None = Field(default=None, gt=0, description="First load tried; default: see start_from.")
+    start_from: Literal["prediction", "grid"] = Field(
+        default="prediction",
+        description="Without start: step 4's predicted capacity where it has one (a GPU engine), else where "
+        "the grid puts the SLA edge; grid: always the grid.",
     )
     growth: float = Field(default=2.0, gt=1, description="Factor between loads of the coarse sweep.")
     tolerance: float = Field(default=0.05, gt=0, lt=1, description="Stop when (high - low) / low is within this.")
@@ -198,16 +201,43 @@ class CapacitySearch(_Strict):
         default=100.0, gt=0, description="The client's p95 send lag above this: the load was not delivered."
     )
     retries: int = Field(default=1, ge=0, description="Times a load the client delivered late is measured again.")
-    trial_margin: float = Field(
-        default=0.1,
+    edge_rounds_min: int = Field(
+        default=2,
+        ge=0,
+        description="Rounds of two probes straddling the estimated edge, at least (pairs to compare).",
+    )
+    edge_rounds_max: int = Field(default=4, ge=0, description="Edge rounds at most.")
+    edge_step: float | None = Field(
+        default=None, gt=0, lt=0.5, description="Edge probes at the estimate × (1 ± this); default: the tolerance."
+    )
+    target_rel_ci: float = Field(
+        default=0.05,
+        gt=0,
+        lt=1,
+        description="Edge rounds stop once the capacity's 95% interval is within ±this.",
+    )
+    trial_margin: float | None = Field(
+        default=None,
         ge=0,
         lt=1,
-        description="The capacity's probe passed within this share of the TTFT limit: trials start one step below.",
+        description="No longer used (the capacity's trials became edge rounds); accepted so older configs load.",
     )
+
+    @model_validator(mode="after")
+    def _rounds(self) -> CapacitySearch:
+        if self.edge_rounds_max < self.edge_rounds_min:
+            raise ValueError(
+                f"edge_rounds_max ({self.edge_rounds_max}) is below edge_rounds_min ({self.edge_rounds_min})"
+            )
+        return self
 
 
 class Trials(_Strict):
-    """Repeated trials at the capacity: every figure that enters a comparison carries a 95% interval."""
+    """Repeated trials at a fixed load (search disabled): every figure that enters a comparison carries an interval.
+
+    With the search enabled the capacity is estimated from all its probes and its edge rounds instead
+    (``helpers.benchmark.edge_search``); these settings then apply to nothing but ``enabled``.
+    """
 
     enabled: bool = Field(
         default=True,
@@ -238,7 +268,18 @@ class Trials(_Strict):
 
 
 class Evidence(_Strict):
-    """How the measurements that decide are taken: the capacity search and its repeated trials."""
+    """How the measurements that decide are taken: the capacity search, its edge rounds, and how they compare."""
 
     search: CapacitySearch = Field(default_factory=CapacitySearch)
     trials: Trials = Field(default_factory=Trials)
+    equivalence_margin: float = Field(
+        default=0.05,
+        gt=0,
+        lt=1,
+        description="Two capacities whose difference's 95% interval lies within ± this share are equivalent.",
+    )
+    max_other_cpu_cores: float = Field(
+        default=0.5,
+        gt=0,
+        description="Other processes' CPU (in cores) while a probe ran above which it is measured again, once.",
+    )

@@ -249,8 +249,11 @@ def _measured_cold_starts(results: list[EngineResult]) -> dict[str, float]:
 def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: Any) -> pd.DataFrame:
     """Per configuration: replicas and GPUs to serve the peak within the SLA, monthly GPU, ops and TCO.
 
-    With a measured SLA capacity (req/s per replica, from the search and its trials): replicas =
-    ceil(demand req/s ÷ capacity), and ``replicas_low``/``replicas_high`` from the capacity's 95% interval.
+    With a measured SLA capacity (req/s per replica, estimated from every probe of the search): replicas =
+    ceil(demand req/s ÷ the capacity's 95% low end), the conservative end, stated in ``sizing_basis``;
+    ``replicas_low`` (from the high end) and ``replicas_at_estimate`` beside it. $/M tokens is priced from
+    the same capacity (req/s × tokens per request, ``benchmark.sla.representative``): one quantity sizes
+    and prices.
     From a grid point: max(ceil(demand tok/s ÷ its tok/s), ceil(p99 concurrency ÷ its concurrency)).
     One replica when no demand is known; None when the representative misses the SLA. Ops = (base
     hours + update hours) × engineer $/h + GPU time of the updates (updates/month × models × build time).
@@ -264,13 +267,22 @@ def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: Any
     for _, b in best_points(results, cfg).iterrows():
         r = by_label[b["label"]]
         family = b["family"]
-        needs, low, high = [], None, None
+        needs, low, high, estimate, sized_on = [], None, None, None, ""
         by_rate = b["source"] == "capacity" and _num(b["request_rate"])
         if by_rate and demand["requests_per_s"]:
-            needs.append(math.ceil(demand["requests_per_s"] / b["request_rate"]))
-            hi, lo = _num(b["request_rate_high"]), _num(b["request_rate_low"])
-            low = math.ceil(demand["requests_per_s"] / hi) if hi else None
-            high = math.ceil(demand["requests_per_s"] / lo) if lo and lo > 0 else None
+            rps = demand["requests_per_s"]
+            hi, lo, mean = _num(b["request_rate_high"]), _num(b["request_rate_low"]), float(b["request_rate"])
+            conservative = lo if lo and lo > 0 else mean
+            needs.append(math.ceil(rps / conservative))
+            estimate = math.ceil(rps / mean)
+            low = math.ceil(rps / hi) if hi else None
+            high = math.ceil(rps / lo) if lo and lo > 0 else None
+            sized_on = (
+                f"sized on the SLA capacity's conservative end, {conservative:.3g} req/s per replica (95% low; "
+                f"{estimate} replica(s) at the estimate {mean:.3g})"
+                if lo and lo > 0
+                else f"sized on the SLA capacity, {mean:.3g} req/s per replica (no interval)"
+            )
         elif not by_rate:
             if demand["output_tok_s"]:
                 needs.append(math.ceil(demand["output_tok_s"] / b["output_tok_s"]))
@@ -297,6 +309,7 @@ def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: Any
                 "demand_requests_per_s": demand["requests_per_s"],
                 "replicas_low": low if replicas is not None else None,
                 "replicas_high": high if replicas is not None else None,
+                "replicas_at_estimate": estimate if replicas is not None else None,
                 "concurrency": b["concurrency"],
                 "output_tok_s": b["output_tok_s"],
                 "ttft_ms_p95": b["ttft_ms_p95"],
@@ -307,7 +320,9 @@ def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: Any
                 "price_per_hour": b["price_per_hour"],
                 "demand_output_tok_s": demand["output_tok_s"],
                 "demand_concurrency": demand["concurrency"],
-                "sizing_basis": demand["basis"] if b["meets_sla"] else "no measured point meets the SLA",
+                "sizing_basis": "; ".join(x for x in (demand["basis"], sized_on) if x)
+                if b["meets_sla"]
+                else "no measured point meets the SLA",
                 "replicas": replicas,
                 "gpus": gpus,
                 "gpu_monthly_usd": gpu_monthly,

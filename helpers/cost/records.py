@@ -86,6 +86,7 @@ class FleetRow(_Row):
     replicas: int | None = None
     replicas_low: int | None = Field(default=None, description="Replicas at the capacity CI's upper end.")
     replicas_high: int | None = Field(default=None, description="Replicas at the capacity CI's lower end.")
+    replicas_at_estimate: int | None = Field(default=None, description="Replicas at the capacity's estimate.")
     gpus: int | None = None
     gpu_monthly_usd: float | None = None
     build_s: float | None = None

@@ -1,26 +1,44 @@
-"""Whether the measurements decide: the two cheapest configurations compared with their noise.
+"""Whether the measurements decide: the two best configurations compared with their noise, in three verdicts.
 
-The comparison is on output throughput per GPU at each configuration's representative measurement
-(its SLA capacity trials, ``helpers.benchmark.sla``): per GPU-hour it is the inverse of $/M tokens at
-equal GPU price. The difference's 95% interval comes from the trials (Welch, ``benchmark.stats``):
+With a capacity search, the compared quantity is each configuration's SLA capacity per accelerator, as a
+request rate (``helpers.benchmark.capacity_compare``: the difference's 95% interval, paired over the probes
+both ran on the same streams). With the search disabled, it is output tok/s per accelerator of the trials
+at a fixed load (Welch's interval). Either way the outcome is one of:
 
-* interval excludes 0 → the faster one is *measurably* cheaper per token; it decides unless its extra
-  operations cost outweighs the saving at the sized demand (the break-even);
-* otherwise → a tie within noise (±x%): the seed's tree and the operations cost decide.
+* **measured**: the interval excludes 0 and reaches past the equivalence margin: the larger one serves
+  measurably more per accelerator, and decides unless its extra operations cost outweighs the saving at
+  the sized demand (the break-even);
+* **equivalent** within ±``evidence.equivalence_margin``: the seed's tree and the operations cost decide;
+  when they do not tell the two apart (same engine family, same operations cost), the better estimate
+  wins, and the text says so;
+* **not conclusive**: neither; the better estimate is kept provisionally, the first page says "not
+  conclusive" first, with what it would take to resolve it (paired edge probes more, and the engine-
+  minutes they cost at this run's probe length).
 
-A configuration measured once (a grid point) has no interval: its difference cannot be told from
-noise, so it never decides alone.
+A configuration without a measured capacity is "not measured", never a tie.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helpers.benchmark.sla import standing_trials
+from helpers.benchmark.capacity_compare import CapacityDifference, compare_capacities
+from helpers.benchmark.sla import capacity_side, standing_points
 from helpers.benchmark.stats import compare
+from helpers.core.config import PlaybookConfig
 from helpers.run.records import EngineResult
+
+Verdict = Literal["measured", "equivalent", "not_conclusive", "not_measured"]
+DecidedBy = Literal[
+    "measurement",
+    "tree and operations cost",
+    "better estimate",
+    "not conclusive",
+    "nothing measured",
+]
 
 
 class EvidenceVerdict(BaseModel):
@@ -28,99 +46,174 @@ class EvidenceVerdict(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    faster: str | None = Field(default=None, description="The configuration with more throughput per GPU.")
+    verdict: Verdict = "not_measured"
+    faster: str | None = Field(default=None, description="The configuration with the better estimate.")
     slower: str | None = None
-    metric: str = "output tok/s per GPU at the SLA capacity"
+    metric: str = "requests per second per accelerator at the SLA capacity"
     faster_mean: float | None = None
     slower_mean: float | None = None
     difference_pct: float | None = Field(default=None, description="(faster − slower) / slower, %.")
     low_pct: float | None = None
     high_pct: float | None = None
-    trials: dict[str, int] = Field(default_factory=dict, description="Trials behind each figure.")
-    significant: bool = False
-    decided_by: Literal["measurement", "tree and operations cost", "nothing measured"] = "nothing measured"
+    paired: bool = Field(default=False, description="The interval comes from probes on the same streams.")
+    pairs: int = Field(default=0, description="Paired readings behind the interval.")
+    margin_pct: float = Field(default=5.0, description="The equivalence margin, %.")
+    trials: dict[str, int] = Field(default_factory=dict, description="Probes (or trials) behind each figure.")
+    significant: bool = Field(default=False, description="The measurement decides (verdict measured).")
+    decided_by: DecidedBy = "nothing measured"
+    to_resolve: str | None = Field(default=None, description="Not conclusive: what would settle it.")
+    minutes_to_resolve: float | None = Field(
+        default=None, description="Not conclusive: engine-minutes (GPU-minutes on a GPU) the extra probes take."
+    )
     text: str = ""
 
+    def headline(self) -> str:
+        """The verdict in a few words for the first page: measured, equivalent (±x%), not conclusive."""
+        if self.verdict == "measured":
+            return f"measured: +{self.difference_pct:.1f}% [{self.low_pct:+.1f}%, {self.high_pct:+.1f}%]"
+        if self.verdict == "equivalent":
+            return f"equivalent (±{self.margin_pct:g}%)"
+        if self.verdict == "not_conclusive":
+            return "not conclusive"
+        return "not measured"
 
-def _per_gpu(result: EngineResult, gpus: int) -> list[float]:
-    """Output tok/s per GPU of the trials that stand for the configuration (none without trials)."""
-    return [p.output_tok_s / gpus for p in standing_trials(result)]
+
+def _probe_minutes(result: EngineResult) -> float | None:
+    """Engine-minutes one probe of ``result`` took on average (search time over probes)."""
+    n = sum(1 for p in result.points if p.phase == "search")
+    secs = result.gpu_seconds.get("search")
+    return secs / n / 60.0 if n and secs else None
+
+
+def _from_difference(v: EvidenceVerdict, d: CapacityDifference, a: dict, b: dict) -> None:
+    """Fill ``v`` from a capacity comparison of ``a`` (the better estimate) with ``b``."""
+    v.verdict, v.paired, v.pairs = d.verdict, d.paired, d.pairs
+    if d.ratio is not None:
+        v.difference_pct = 100 * (d.ratio - 1)
+    v.low_pct = None if d.low is None else 100 * (d.low - 1)
+    v.high_pct = None if d.high is None else 100 * (d.high - 1)
+    v.to_resolve = d.to_resolve
+    v.text = d.text
 
 
 def compare_best(
-    candidates: list[dict[str, Any]], results: list[EngineResult], break_even: list[dict[str, Any]]
+    candidates: list[dict[str, Any]],
+    results: list[EngineResult],
+    break_even: list[dict[str, Any]],
+    cfg: PlaybookConfig,
 ) -> EvidenceVerdict:
-    """Compare the two eligible configurations with the most output per GPU (``candidates``: fleet rows).
+    """Compare the two eligible configurations with the most per accelerator (``candidates``: fleet rows).
 
     ``break_even`` rows say whether a faster-but-harder configuration pays for its operations at the
     sized demand (``pays_off_now``); a measured winner that does not pay off there does not decide.
     """
     by_label = {r.label: r for r in results}
+    margin = cfg.evidence.equivalence_margin
     rows = [
         c
         for c in candidates
         if c.get("meets_sla") and c.get("output_tok_s") and c.get("gpus_per_replica") and c["label"] in by_label
     ]
+    verdict = EvidenceVerdict(margin_pct=100 * margin)
     if len(rows) < 2:
-        only = rows[0]["label"] if rows else None
-        return EvidenceVerdict(
-            faster=only,
-            decided_by="nothing measured" if not rows else "tree and operations cost",
-            text="Fewer than two configurations meet the SLA: there is nothing to compare." if len(rows) < 2 else "",
-        )
-    rows.sort(key=lambda c: -c["output_tok_s"] / c["gpus_per_replica"])
+        verdict.faster = rows[0]["label"] if rows else None
+        verdict.decided_by = "tree and operations cost" if rows else "nothing measured"
+        verdict.text = "Fewer than two configurations meet the SLA: there is nothing to compare."
+        return verdict
+    fixed = "fixed" in {r.get("source") for r in rows}
+    key = "output_tok_s" if fixed else "request_rate"
+    rows = [r for r in rows if r.get(key)]
+    rows.sort(key=lambda c: (-c[key] / c["gpus_per_replica"], c["label"]))
+    if len(rows) < 2:
+        verdict.text = "Fewer than two configurations have a measured capacity: there is nothing to compare."
+        verdict.decided_by = "tree and operations cost" if rows else "nothing measured"
+        return verdict
     a, b = rows[0], rows[1]
-    va, vb = (
-        _per_gpu(by_label[a["label"]], a["gpus_per_replica"]),
-        _per_gpu(by_label[b["label"]], b["gpus_per_replica"]),
-    )
-    fixed = "fixed" in (a.get("source"), b.get("source"))  # trials at a fixed load (search disabled)
-    verdict = EvidenceVerdict(
-        metric="output tok/s per GPU at a fixed load (no capacity search)" if fixed else EvidenceVerdict().metric,
-        faster=a["label"],
-        slower=b["label"],
-        faster_mean=a["output_tok_s"] / a["gpus_per_replica"],
-        slower_mean=b["output_tok_s"] / b["gpus_per_replica"],
-        trials={a["label"]: len(va), b["label"]: len(vb)},
-    )
-    if len(va) < 2 or len(vb) < 2:
-        verdict.decided_by = "tree and operations cost"
-        verdict.difference_pct = 100 * (verdict.faster_mean / verdict.slower_mean - 1)
-        verdict.text = (
-            f"`{a['label']}` and `{b['label']}` differ by {verdict.difference_pct:+.1f}% in output per GPU, but "
-            "from single measurements with no interval: not a measured difference; the tree and operations cost "
-            "decided."
-        )
-        return verdict
-    c = compare(va, vb)
-    verdict.difference_pct, verdict.low_pct, verdict.high_pct = c.rel_diff_pct, c.rel_low_pct, c.rel_high_pct
-    verdict.significant = c.significant and (c.rel_low_pct or 0) > 0
-    n = f"{len(va)} and {len(vb)} trials"
-    if not verdict.significant:
-        hw = max(abs(c.rel_low_pct or 0), abs(c.rel_high_pct or 0))
-        verdict.decided_by = "tree and operations cost"
-        verdict.text = (
-            f"`{a['label']}` and `{b['label']}` are a tie within noise (±{hw:.1f}%, {n}): output per GPU "
-            f"{c.rel_diff_pct:+.1f}% [{c.rel_low_pct:+.1f}%, {c.rel_high_pct:+.1f}%]; the seed's tree and the "
-            "operations cost decided."
-        )
-        return verdict
-    pays = next(
-        (x.get("pays_off_now") for x in break_even if x.get("harder") == a["label"] and x.get("easier") == b["label"]),
-        None,
-    )
-    if pays is False:
-        verdict.decided_by = "tree and operations cost"
-        verdict.text = (
-            f"`{a['label']}` serves {c.rel_diff_pct:+.1f}% [{c.rel_low_pct:+.1f}%, {c.rel_high_pct:+.1f}%] more "
-            f"per GPU ({n}), a measured difference, but at the sized demand its extra operations cost outweighs "
-            "the saving (break-even): the tree and operations cost decided."
-        )
-        return verdict
-    verdict.decided_by = "measurement"
-    where = "their trials' loads, not searched SLA capacities" if fixed else "their SLA capacities"
-    verdict.text = (
-        f"`{a['label']}` serves {c.rel_diff_pct:+.1f}% [{c.rel_low_pct:+.1f}%, {c.rel_high_pct:+.1f}%] more "
-        f"output per GPU than `{b['label']}` at {where} ({n}, 95% interval): the measurement decides."
-    )
+    ra, rb = by_label[a["label"]], by_label[b["label"]]
+    verdict.faster, verdict.slower = a["label"], b["label"]
+    verdict.faster_mean = a[key] / a["gpus_per_replica"]
+    verdict.slower_mean = b[key] / b["gpus_per_replica"]
+    if fixed:
+        verdict.metric = "output tok/s per accelerator at a fixed load (no capacity search)"
+        _fixed(verdict, ra, rb, a["gpus_per_replica"], b["gpus_per_replica"], margin)
+    else:
+        sa = capacity_side(ra, cfg, a["gpus_per_replica"])
+        sb = capacity_side(rb, cfg, b["gpus_per_replica"])
+        if sa is None or sb is None:
+            verdict.text = "A configuration has no searched capacity: nothing to compare."
+            return verdict
+        _from_difference(verdict, compare_capacities(sa, sb, margin=margin), a, b)
+        verdict.trials = {a["label"]: sa.estimate.probes, b["label"]: sb.estimate.probes}
+        if verdict.verdict == "not_conclusive":
+            more = compare_capacities(sa, sb, margin=margin).more_pairs
+            per = [m for m in (_probe_minutes(ra), _probe_minutes(rb)) if m]
+            if more and per:
+                gpus = a["gpus_per_replica"] + b["gpus_per_replica"]
+                verdict.minutes_to_resolve = round(more * sum(per) / len(per) * gpus, 1)
+                verdict.to_resolve = f"{verdict.to_resolve}: about {verdict.minutes_to_resolve:g} engine-minutes"
+    _decide(verdict, a, b, break_even)
     return verdict
+
+
+def _fixed(v: EvidenceVerdict, ra: EngineResult, rb: EngineResult, ga: int, gb: int, margin: float) -> None:
+    """Three verdicts from the fixed-load trials that kept up (Welch's interval of the difference)."""
+    va = [p.output_tok_s / ga for p in standing_points(ra)]
+    vb = [p.output_tok_s / gb for p in standing_points(rb)]
+    v.trials = {ra.label: len(va), rb.label: len(vb)}
+    n = f"{len(va)} and {len(vb)} trials"
+    if len(va) < 2 or len(vb) < 2:
+        v.verdict = "not_conclusive"
+        v.difference_pct = 100 * (v.faster_mean / v.slower_mean - 1) if v.slower_mean else None
+        v.to_resolve = "at least two trials that kept up on each side (raise evidence.trials.min_trials)"
+        v.text = f"`{ra.label}` against `{rb.label}` is not conclusive ({n}: no interval): {v.to_resolve}"
+        return
+    c = compare(va, vb)
+    v.difference_pct, v.low_pct, v.high_pct = c.rel_diff_pct, c.rel_low_pct, c.rel_high_pct
+    said = f"{c.rel_diff_pct:+.1f}% [{c.rel_low_pct:+.1f}%, {c.rel_high_pct:+.1f}%], {n}, at a fixed load"
+    band = 100 * margin
+    if c.rel_low_pct is not None and c.rel_low_pct >= -band and (c.rel_high_pct or 0) <= band:
+        v.verdict = "equivalent"
+        v.text = f"`{ra.label}` and `{rb.label}` are equivalent within ±{band:g}% in output per accelerator ({said})"
+    elif c.significant and (c.rel_low_pct or 0) > 0:
+        v.verdict = "measured"
+        v.text = f"`{ra.label}` serves {c.rel_diff_pct:+.1f}% more output per accelerator than `{rb.label}` ({said})"
+    else:
+        v.verdict = "not_conclusive"
+        v.to_resolve = "more trials on both sides (raise evidence.trials.max_trials)"
+        v.text = f"`{ra.label}` against `{rb.label}` is not conclusive ({said}): {v.to_resolve}"
+
+
+def _decide(v: EvidenceVerdict, a: dict, b: dict, break_even: list[dict[str, Any]]) -> None:
+    """Who decides, from the verdict (module docstring); the break-even can take a measured win away."""
+    v.significant = v.verdict == "measured"
+    if v.verdict == "measured":
+        pair = [x for x in break_even if x.get("harder") == a["label"] and x.get("easier") == b["label"]]
+        pays = pair[0].get("pays_off_now") if pair else None
+        if pays is False:
+            v.decided_by = "tree and operations cost"
+            v.text += (
+                ": a measured difference, but at the sized demand its extra operations cost outweighs the saving "
+                "(break-even): the tree and operations cost decided"
+            )
+        else:
+            v.decided_by = "measurement"
+            v.text += ": the measurement decides"
+    elif v.verdict == "equivalent":
+        v.decided_by = "tree and operations cost"
+        v.text += ": the seed's tree and the operations cost decide"
+    elif v.verdict == "not_conclusive":
+        v.decided_by = "not conclusive"
+    else:
+        v.decided_by = "nothing measured"
+    if not v.text.endswith("."):
+        v.text += "."
+
+
+def same_standing(a: dict[str, Any], b: dict[str, Any], rel: float = 0.02) -> bool:
+    """Whether two fleet rows are alike for the tree and operations cost: one engine family, ops cost within ``rel``."""
+    if a.get("family") != b.get("family"):
+        return False
+    oa, ob = a.get("ops_monthly_usd"), b.get("ops_monthly_usd")
+    if any(x is None or (isinstance(x, float) and math.isnan(x)) for x in (oa, ob)):
+        return True
+    return abs(oa - ob) <= rel * max(abs(oa), abs(ob), 1e-9)

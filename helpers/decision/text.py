@@ -15,7 +15,7 @@ import pandas as pd
 from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
 from helpers.decision.departures import concurrency_evidence, departures
-from helpers.decision.evidence import compare_best
+from helpers.decision.evidence import EvidenceVerdict, compare_best, same_standing
 from helpers.decision.tree import (
     DISPLAY,
     WEIGHTS,
@@ -134,8 +134,8 @@ def _evidence(fleet: pd.DataFrame, scores: list[EngineScore], sla: float) -> lis
 
 def _load(row: dict[str, Any]) -> str:
     """Where a configuration's figure was measured: at its SLA capacity (req/s) or at a concurrency."""
-    if row.get("concurrency") is None and row.get("request_rate") is not None:
-        return f"in its trials at the SLA capacity ({_f('request_rate', row['request_rate'])} req/s served)"
+    if row.get("source") == "capacity" and row.get("request_rate") is not None:
+        return f"at its SLA capacity ({_f('request_rate', row['request_rate'])} req/s served)"
     if row.get("source") == "fixed":
         return f"in its trials at a fixed concurrency of {_f('concurrency', row['concurrency'])}"
     return f"at concurrency {_f('concurrency', row['concurrency'])}"
@@ -176,8 +176,11 @@ def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineSc
     ev = {e["label"]: e for e in res["evidence"]}
     p, b = ev[res["primary"]], ev.get(res["backup"] or "")
     sla = _f("sla_ttft_p95_ms", p["sla_ttft_p95_ms"])
+    verdict = res.get("verdict")
+    head = "Not conclusive: " if verdict is not None and verdict.verdict == "not_conclusive" else ""
+    use = "provisionally use" if head else "Use"
     out = [
-        f"Use {_named(p)} as the primary engine"
+        f"{head}{use} {_named(p)} as the primary engine"
         + (f" and {_named(b)} as the backup." if b else "; no backup was measured."),
         tree_s,
     ]
@@ -281,6 +284,33 @@ def phase_plan(cfg: PlaybookConfig, profile: Any, res: dict[str, Any], scores: l
     ]  # fmt: skip
 
 
+def _better_estimate_wins(verdict: EvidenceVerdict, primary: str, rows: list[dict[str, Any]]) -> bool:
+    """Whether the configuration with the better estimate must be the primary (``decision.evidence``).
+
+    A measured difference decides. Equivalent or not conclusive, the two compared are alike for the tree and
+    the operations cost when one engine family has both at the same operations cost: then the better estimate
+    wins (never the worse one), and the verdict says so.
+    """
+    if verdict.faster is None or verdict.slower is None or verdict.faster_mean == verdict.slower_mean:
+        return False  # nothing to compare, or no better estimate: the scores (then the labels) decide
+    if verdict.decided_by == "measurement":
+        return verdict.faster != primary
+    if verdict.verdict not in ("equivalent", "not_conclusive") or primary not in (verdict.faster, verdict.slower):
+        return False
+    rows_by = {r["label"]: r for r in rows}
+    if not same_standing(rows_by.get(verdict.faster, {}), rows_by.get(verdict.slower, {})):
+        return False
+    if verdict.verdict == "equivalent":
+        verdict.decided_by = "better estimate"
+        verdict.text += (
+            f" The tree and the operations cost do not separate them (one engine family, the same operations "
+            f"cost): the better estimate, `{verdict.faster}`, is the primary."
+        )
+    else:
+        verdict.text += f" Until it is resolved, the better estimate, `{verdict.faster}`, is the primary."
+    return verdict.faster != primary
+
+
 def build_answer(
     cfg: PlaybookConfig,
     profile: Any,
@@ -302,9 +332,9 @@ def build_answer(
     eligible = {s.label for s in scores if s.eligible}
     rows = [r for r in fleet.to_dict("records") if r.get("label") in eligible] if not fleet.empty else []
     be_list = be.to_dict("records") if not be.empty else []
-    verdict = compare_best(rows, results, be_list)
+    verdict = compare_best(rows, results, be_list, cfg)
     by_label = {s.label: s for s in scores}
-    if verdict.decided_by == "measurement" and primary is not None and verdict.faster != primary.label:
+    if primary is not None and verdict.faster in by_label and _better_estimate_wins(verdict, primary.label, rows):
         winner = by_label[verdict.faster]
         backup = primary if primary.family != winner.family or backup is None else backup
         primary = winner

@@ -59,9 +59,10 @@ def measured_capacity(result: EngineResult) -> MeasuredCapacity | None:
     cap = result.capacity
     if cap is None or not cap.searched or not cap.capacity or cap.capacity <= 0:
         return None
-    low, high = getattr(cap, "capacity_low", None), getattr(cap, "capacity_high", None)
+    est = cap.estimate
+    low, high = (est.low, est.high) if est is not None else (None, None)
     if low is not None or high is not None:
-        interval = "capacity interval"
+        interval = "capacity interval (95%)"
     else:
         low, high = cap.bracket_low, cap.bracket_high
         interval = "search bracket" if low is not None or high is not None else "none"

@@ -52,10 +52,14 @@ class LoadResult:
     sent_rate: float | None = None  # sends per second over the steady window: the rate the client really offered
     completed_rate: float | None = None  # completions per second over the steady window: the rate served
     steady_window_s: float | None = None  # first finish to last send (s); None: fewer than two requests
+    served_ratio: float | None = None  # served ÷ offered from finish against send times (``timing.keep_up``)
+    served_ratio_low: float | None = None  # its 95% interval
+    served_ratio_high: float | None = None
     dispatch_delay_p95_ms: float | None = None  # how late guidellm sent requests against its schedule
     request_starts_s: list[float] = field(default_factory=list)  # every request sent, s after the first send
     request_ends_s: list[float | None] = field(default_factory=list)  # same order; None: still in flight
     hung: str | None = None  # requests did not complete and the engine then did not answer: not a measurement
+    interference: str | None = None  # what else loaded the machine meanwhile (``measure.interference``)
 
 
 def _stat(metrics: dict[str, Any], name: str, key: str) -> float | None:

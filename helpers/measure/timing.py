@@ -3,14 +3,28 @@
 ``request_timing`` reads guidellm's per-request dump (send and finish times of every request) into the
 ``LoadResult`` fields the capacity search judges: the sent and served rates over the steady window
 (first finish to last send; the sent rate over the whole sending span where there is no such window),
-the p95 dispatch delay, and the raw times.
+whether the engine kept up (``keep_up``: finish times against send times), the p95 dispatch delay, and
+the raw times.
+
+``keep_up`` holds for requests of any length, from one second to a minute. An engine that keeps up
+finishes each request a latency after it was sent, whatever the latency: finish times rise one second
+per second of send time. An engine that falls behind finishes at its own rate, slower than requests
+arrive, so finish times rise faster than send times. The slope of finish time against send time
+therefore estimates offered ÷ served, and its inverse is the share of the offered rate that was served.
+It is fitted by Theil–Sen (``scipy.stats.theilslopes``, robust to a few slow requests, with its 95%
+interval). Requests sent during the first median latency are left out: the batch is still filling
+then. The steady window needs one latency less than the probe lasts; this test needs only a few
+latencies of arrivals, so a probe of long requests is judged on what the engine did, not on the batch
+filling up.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats as st
 
 MAX_PLAUSIBLE_DELAY_S = 600.0
 """A dispatch delay longer than this is a request whose target time guidellm left unset, not a late send."""
@@ -53,6 +67,49 @@ def _steady_rates(rows: list[tuple[float, float | None, bool]]) -> tuple[float |
     return (inside - 1) / window, (sent - 1) / window, window
 
 
+KEEP_UP_MIN_REQUESTS = 8
+"""Finished requests after the fill needed to read whether the engine kept up."""
+
+
+@dataclass(frozen=True)
+class KeepUp:
+    """The share of the offered rate an engine served: the inverse of finish time's slope against send time."""
+
+    ratio: float  # served ÷ offered (1.0: kept up)
+    low: float  # 95% interval of the ratio
+    high: float
+    requests: int  # finished requests the slope was fitted on
+    fill_s: float  # sends before this (s after the first) were left out: the batch was filling
+
+
+def keep_up(starts: list[float], ends: list[float | None], confidence: float = 0.95) -> KeepUp | None:
+    """Served ÷ offered from send and finish times (module docstring); None with too few finished requests.
+
+    A request still in flight at the end (``None`` finish) counts as finishing at the last finish seen:
+    an optimistic bound, so a probe cut with requests in flight is judged no worse than it was.
+    """
+    pairs = sorted((float(s), e) for s, e in zip(starts, ends, strict=True))
+    done = [(s, e) for s, e in pairs if e is not None]
+    if len(done) < KEEP_UP_MIN_REQUESTS:
+        return None
+    last = max(e for _, e in done)
+    t0, span = pairs[0][0], pairs[-1][0] - pairs[0][0]
+    latency = float(np.median([e - s for s, e in done]))
+    fill = min(latency, 0.5 * span)
+    kept = [(s, e if e is not None else last) for s, e in pairs if s - t0 >= fill]
+    if len(kept) < KEEP_UP_MIN_REQUESTS or np.ptp([s for s, _ in kept]) <= 0:
+        return None
+    x = np.array([s for s, _ in kept])
+    y = np.array([e for _, e in kept])
+    slope, _b, lo, hi = st.theilslopes(y, x, alpha=confidence)
+    if slope <= 0:
+        return None
+    ratio = 1.0 / float(slope)
+    low = 1.0 / float(hi) if hi > 0 else 0.0
+    high = 1.0 / float(lo) if lo > 0 else float("inf")
+    return KeepUp(ratio=ratio, low=low, high=high, requests=len(kept), fill_s=float(fill))
+
+
 def request_timing(requests: dict[str, Any]) -> dict[str, Any]:
     """Send/finish times of every request of a benchmark dump, and the rates and client lag they give."""
     rows = []  # (start, end or None, succeeded)
@@ -70,11 +127,17 @@ def request_timing(requests: dict[str, Any]) -> dict[str, Any]:
     rows.sort(key=lambda row: row[0])
     t0 = rows[0][0] if rows else 0.0
     served, sent, window = _steady_rates(rows)
+    starts = [row[0] - t0 for row in rows]
+    ends = [None if row[1] is None else row[1] - t0 for row in rows]
+    kept = keep_up(starts, ends)
     return {
+        "served_ratio": kept.ratio if kept else None,
+        "served_ratio_low": kept.low if kept else None,
+        "served_ratio_high": kept.high if kept else None,
         "sent_rate": sent if sent is not None else _span_rate([row[0] for row in rows]),
         "completed_rate": served,
         "steady_window_s": window,
         "dispatch_delay_p95_ms": float(np.percentile(delays, 95)) if delays else None,
-        "request_starts_s": [row[0] - t0 for row in rows],
-        "request_ends_s": [None if row[1] is None else row[1] - t0 for row in rows],
+        "request_starts_s": starts,
+        "request_ends_s": ends,
     }

@@ -2,7 +2,8 @@
 
 Built only from ``summary.json`` (schema 2): the four-sentence answer as plain text (identifiers are no
 longer wrapped in backticks), the contradiction with the seed's tree when the measurement overrules it,
-a confidence line (what decided, with the interval and the requests behind it), one chart of output
+the verdict (measured, equivalent or not conclusive: the first line when not conclusive) with what decided,
+its interval and the probes behind it, one chart of output
 per GPU (per replica on a CPU run: ``output_unit``) against TTFT p95 for every configuration with the
 SLA line and the recommended one marked, the figures that decided with units and intervals, what would
 change the decision (the edge cases, borderline inputs, and the break-even of the primary against the
@@ -78,6 +79,24 @@ def tradeoff_png(summary: RunSummary) -> str | None:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def verdict_headline(verdict: dict[str, Any]) -> str:
+    """The decision's verdict in a few words: ``measured: +12.0% [+6.1%, +18.3%]``, ``equivalent (±5%)``, ...
+
+    Read from the saved ``decision.evidence.EvidenceVerdict`` (a dict in ``summary.json``); an archive made
+    before verdicts existed says what decided instead.
+    """
+    kind = verdict.get("verdict")
+    if kind == "measured" and verdict.get("difference_pct") is not None:
+        lo, hi = verdict.get("low_pct"), verdict.get("high_pct")
+        interval = f" [{lo:+.1f}%, {hi:+.1f}%]" if lo is not None and hi is not None else ""
+        return f"measured, {verdict['difference_pct']:+.1f}%{interval}"
+    if kind == "equivalent":
+        return f"equivalent (±{verdict.get('margin_pct', 5):g}%)"
+    if kind == "not_conclusive":
+        return "not conclusive"
+    return str(verdict.get("decided_by") or "nothing measured")
+
+
 def _deciding_rows(summary: RunSummary) -> list[tuple[str, str, str, str]]:
     rows = []
     for e in summary.engines:
@@ -87,13 +106,28 @@ def _deciding_rows(summary: RunSummary) -> list[tuple[str, str, str, str]]:
             continue
         rate = rep.request_rate.text("{:,.2f}") + " req/s" if rep.request_rate else "–"
         usd = f"${e.usd_per_mtok_output:,.3f} per M output tokens" if e.usd_per_mtok_output is not None else "–"
-        what = {"capacity": "SLA capacity, trials", "fixed": f"trials at a fixed {rep.concurrency} streams"}.get(
-            rep.source, f"archived point, concurrency {rep.concurrency}"
-        )
+        what = {
+            "capacity": _capacity_words(rep),
+            "fixed": f"trials at a fixed {rep.concurrency} streams",
+        }.get(rep.source, f"archived point, concurrency {rep.concurrency}")
         rows.append(
             (e.label, f"{rep.output_tok_s.text()} output tok/s; {rate}", usd, f"{what}; {rep.requests} requests")
         )
     return rows
+
+
+def _capacity_words(rep: Representative) -> str:
+    """``SLA capacity 25.6 [24.9, 26.3] req/s (95%, 9 probes near the edge)`` from a representative."""
+    cap = rep.capacity
+    if cap is None:
+        return "SLA capacity"
+    unit = "req/s" if rep.concurrency is None else "streams"
+    fmt = "{:,.3g}"
+    if cap.low is None:
+        return f"SLA capacity {fmt.format(cap.mean)} {unit} (no interval)"
+    high = "unbounded" if cap.high is None else fmt.format(cap.high)
+    sure = "" if rep.conclusive else ", wider than asked"
+    return f"SLA capacity {fmt.format(cap.mean)} [{fmt.format(cap.low)}, {high}] {unit} (95%, {cap.n} probes{sure})"
 
 
 def _not_measured(summary: RunSummary) -> list[str]:
@@ -111,7 +145,7 @@ def _not_measured(summary: RunSummary) -> list[str]:
         elif e.representative is not None and e.representative.source == "fixed":
             out.append(f"{e.label}: no SLA capacity search; trials at a fixed load stand for it.")
         elif e.representative is not None and e.representative.source != "capacity":
-            out.append(f"{e.label}: no repeated trials; nothing measured stands for it ({e.representative.basis}).")
+            out.append(f"{e.label}: nothing measured stands for it ({e.representative.basis}).")
     return out
 
 
@@ -140,7 +174,13 @@ def first_page_html(summary: RunSummary) -> str:
         parts.append("<p class='pb-missing'>No recommendation could be made in this run (see step 7).</p>")
     verdict: dict[str, Any] = decision.get("verdict") or {}
     if verdict.get("text"):
-        parts.append(f"<p class='pb-note'><b>Confidence:</b> {esc(plain(verdict['text']))}</p>")
+        head = verdict_headline(verdict)
+        css = "pb-warn" if verdict.get("verdict") == "not_conclusive" else "pb-note"
+        line = f"<p class='{css}'><b>Verdict: {esc(head)}.</b> {esc(plain(verdict['text']))}</p>"
+        if verdict.get("verdict") == "not_conclusive":
+            parts.insert(0, line)  # the first line of the page: the answer below it is provisional
+        else:
+            parts.append(line)
     chart = tradeoff_png(summary)
     if chart:
         alt = f"output {output_unit(summary)} against TTFT p95 for every configuration"

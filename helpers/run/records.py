@@ -173,6 +173,9 @@ class Point(_Record):
         default=None, description="Phase structured: predicted vs achieved prefix-cache hit rate."
     )
     batching: BatchingRun | None = Field(default=None, description="Phase batching: static waves or continuous.")
+    interference: str | None = Field(
+        default=None, description="What else loaded the machine while it ran, over the limit (None: nothing)."
+    )
 
 
 class Figure(_Record):
@@ -202,14 +205,22 @@ class Representative(_Record):
     label: str
     engine: str
     source: Literal["capacity", "fixed", "grid", "none"] = Field(
-        description="capacity: trials at the measured SLA capacity; fixed: trials at a fixed load (search "
-        "disabled); grid: the point a schema-1 archive compared at; none: no repeated trials."
+        description="capacity: the SLA capacity estimated from every probe, with its interval; fixed: trials at "
+        "a fixed load (search disabled); grid: the point a schema-1 archive compared at; none: nothing measured."
     )
     meets_sla: bool
     phase: str | None = None
     concurrency: int | None = Field(default=None, description="Concurrency of the grid point (closed loop).")
-    request_rate: Figure | None = Field(default=None, description="Sustained request rate (req/s).")
-    output_tok_s: Figure | None = None
+    capacity: Figure | None = Field(
+        default=None, description="The SLA capacity on the search's axis (req/s or streams), with its 95% interval."
+    )
+    conclusive: bool = Field(default=False, description="The capacity's interval is within the half-width asked for.")
+    request_rate: Figure | None = Field(
+        default=None, description="Sustained request rate (req/s): at the capacity, or the fixed-load trials'."
+    )
+    output_tok_s: Figure | None = Field(
+        default=None, description="At the capacity: request rate × output tokens per request; else the trials'."
+    )
     total_tok_s: Figure | None = None
     ttft_ms_p95: Figure | None = None
     itl_ms_p95: Figure | None = None
@@ -227,6 +238,49 @@ class Representative(_Record):
         return f"{self.label}@{self.phase}:c{self.concurrency}:{knob_text(self.knobs)}"
 
 
+def fmt_load(x: float) -> str:
+    """A load for people: ``30.1``, ``1,234``."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+class CapacityEstimate(_Record):
+    """The capacity of one configuration from its probes: a value, a 95% interval, and how it was found."""
+
+    axis: Literal["rate", "concurrency"] = "rate"
+    status: Literal["estimated", "at_least", "below", "not_measured"] = Field(
+        description="estimated: the margin crosses 0 among the loads tried; at_least: every valid probe passed; "
+        "below: every valid probe failed; not_measured: no valid probe."
+    )
+    value: float | None = Field(default=None, description="Estimated capacity (the load where the margin is 0).")
+    low: float | None = Field(default=None, description="95% interval, low end (None: unbounded or none).")
+    high: float | None = Field(default=None, description="95% interval, high end (None: unbounded or none).")
+    confidence: float = 0.95
+    rel_half_width: float | None = Field(default=None, description="(high - low) / 2 / value.")
+    conclusive: bool = Field(default=False, description="A bounded interval within the target half-width.")
+    target_rel: float = Field(default=0.05, description="The half-width asked for.")
+    bracket_low: float | None = Field(default=None, description="Monotone fit: highest load on the passing side.")
+    bracket_high: float | None = Field(default=None, description="Monotone fit: lowest load on the failing side.")
+    criterion: str | None = Field(default=None, description="The criterion that binds at the edge ('TTFT p95'...).")
+    slope: float | None = Field(default=None, description="d margin / d log load of the line at the edge.")
+    probes: int = Field(default=0, description="Valid probes of the configuration.")
+    window: list[str] = Field(default_factory=list, description="Streams of the probes the line was fitted on.")
+    requests: int = Field(default=0, description="Requests behind the window's probes.")
+    note: str = ""
+
+    def text(self, unit: str = "req/s") -> str:
+        """``"30.1 req/s [29.2, 31.0] (95%, 7 probes)"``, or what is known instead."""
+        fmt = fmt_load
+        if self.status == "at_least" and self.low is not None:
+            return f"≥ {fmt(self.low)} {unit} (every load tried met the SLA)"
+        if self.status == "below" and self.high is not None:
+            return f"< {fmt(self.high)} {unit} (no load tried met the SLA)"
+        if self.value is None:
+            return "not measured"
+        if self.low is None or self.high is None:
+            return f"{fmt(self.value)} {unit} (no interval: {self.note})"
+        return f"{fmt(self.value)} {unit} [{fmt(self.low)}, {fmt(self.high)}] (95%, {len(self.window)} probes)"
+
+
 class CapacitySummary(_Record):
     """The SLA capacity search of one configuration (``helpers.benchmark.capacity``) and its trials."""
 
@@ -242,8 +296,11 @@ class CapacitySummary(_Record):
     tolerance: float = 0.05
     note: str = ""
     probes: list[dict[str, Any]] = Field(default_factory=list, description="Every probe: load, figures, verdict.")
-    trial_load: float | None = Field(default=None, description="Load the repeated trials ran at.")
+    trial_load: float | None = Field(default=None, description="Load the repeated trials ran at (fixed load).")
     trials_note: str = ""
+    estimate: CapacityEstimate | None = Field(
+        default=None, description="The capacity from every valid probe, with its 95% interval (benchmark.boundary)."
+    )
 
 
 class EngineResult(_Record):

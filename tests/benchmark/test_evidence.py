@@ -1,23 +1,25 @@
-"""The decision evidence end to end on a fake engine with a known capacity: search, trials, representative.
+"""The decision evidence end to end on fake engines with a known capacity: search, edge rounds, representative.
 
-The fake engine (``tests/fakes/fake_openai_server.py``, ``FAKE_SERVICE_SLOTS``) serves at most 2 requests
-at once for 4 tokens × 50 ms each: its capacity is 2 / 0.2 s = 10 requests/s. guidellm drives it for real.
+The fake engine (``tests/fakes/fake_openai_server.py``, ``FAKE_SERVICE_SLOTS``) serves at most k requests
+at once for 4 tokens × 50 ms each: its capacity is k / 0.2 s requests/s (10 for k=2, 15 for k=3). guidellm
+drives it for real.
 """
 
 import asyncio
+import json
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from helpers.benchmark.probe import sustained_floor
+from helpers.benchmark.capacity_compare import compare_capacities
 from helpers.benchmark.run import run_benchmarks
-from helpers.benchmark.sla import representative
+from helpers.benchmark.sla import capacity_side, representative
 from helpers.core.config import parse_config
 from helpers.engines import ENGINES
 from helpers.engines.vllm import VllmAdapter
 from helpers.run.progress import PROGRESS_FILE, Tracker, read_events
-from helpers.run.records import load_engine_results
 
 
 class FakeVllmAdapter(VllmAdapter):
@@ -27,31 +29,41 @@ class FakeVllmAdapter(VllmAdapter):
     runs_on_cpu = True
 
 
-def config(tmp_path):
+def engine(label: str, slots: int, capture: Path | None = None) -> dict:
+    """A fake engine of ``slots`` requests at once, 4 tokens × 50 ms each: capacity slots / 0.2 s req/s."""
+    env = {"FAKE_SERVICE_SLOTS": str(slots), "FAKE_TOKEN_DELAY_S": "0.05"}
+    if capture is not None:
+        env["FAKE_CAPTURE_FILE"] = str(capture)
+    return {
+        "label": label,
+        "engine": FakeVllmAdapter.name,
+        "launcher": {"kind": "python", "python": sys.executable, "pythonpath": ["tests/fakes"], "env": env},
+        "startup_timeout_s": 30,
+    }
+
+
+def config(tmp_path, engines: list[dict] | None = None):
     return parse_config(
         {
             "name": "evidence",
             "model": {"path": "tiny-llama"},
-            "engines": [
-                {
-                    "label": "slots-2",
-                    "engine": FakeVllmAdapter.name,
-                    "launcher": {
-                        "kind": "python",
-                        "python": sys.executable,
-                        "pythonpath": ["tests/fakes"],
-                        "env": {"FAKE_SERVICE_SLOTS": "2", "FAKE_TOKEN_DELAY_S": "0.05"},
-                    },
-                    "startup_timeout_s": 30,
-                }
-            ],
+            "engines": engines or [engine("slots-2", 2)],
             "workload": {"input_tokens": 16, "output_tokens": 4, "concurrency": [1], "requests_per_point": 6},
-            "sla": {"ttft_p95_ms": 300},
+            "sla": {"ttft_p95_ms": 2000},  # the served share binds: the engine's own edge, sharp against noise
             "evidence": {
-                "search": {"start": 4, "growth": 2, "tolerance": 0.3, "max_probes": 5, "probe_seconds": 3},
+                "search": {
+                    "start": 4,
+                    "growth": 2,
+                    "tolerance": 0.2,
+                    "max_probes": 5,
+                    "probe_seconds": 4,
+                    "edge_rounds_min": 2,
+                    "edge_rounds_max": 2,
+                    "edge_step": 0.1,
+                },
                 "trials": {"min_trials": 3, "max_trials": 3, "warmup_requests": 2},
             },
-        }
+        }  # fmt: skip
     )
 
 
@@ -61,49 +73,65 @@ def fake_engine():
         yield
 
 
-def test_capacity_trials_and_the_representative(fake_engine, tmp_path, monkeypatch):
-    monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
-    cfg = config(tmp_path)
-    run_dir = tmp_path / "run"
-    (result,) = asyncio.run(run_benchmarks(cfg, run_dir))
-    assert result.status == "ok", result.reason
-    cap = result.capacity
-    assert cap is not None and cap.capacity is not None and cap.bounded, cap.note
-    # the analytic edge is 10 req/s; Poisson arrivals queue a little before it, and a served-rate shortfall
-    # counts only beyond the noise of the probe's count (benchmark.probe.sustained_floor)
-    at_cap = next(p for p in cap.probes if p["load"] == cap.capacity)
-    assert 4 <= cap.capacity <= 1.05 * 10 / sustained_floor(cfg.evidence.search.min_sustained_ratio, at_cap["requests"])
-    assert cap.bracket_high is not None and cap.bracket_high > cap.capacity
-    trials = [p for p in result.points if p.phase == "trial"]
-    assert cap.trial_load is not None and cap.trial_load <= cap.capacity
-    assert len(trials) == 3 and all(p.offered_rate == cap.trial_load for p in trials)
-    assert "prefix-cache reset failed" in cap.trials_note  # the fake has no reset route: said, not hidden
-    assert set(result.gpu_seconds) >= {"cold start", "sweep", "search", "trials"}
-    rep = representative(result, cfg)
-    assert rep.source == "capacity" and rep.requests >= 3 * 12
-    # the trials confirm the capacity, or the load stepped down until they did (at most twice)
-    assert rep.meets_sla or cap.trials_note.count("stepped down") == 2, cap.trials_note
-    assert rep.request_rate.n == 3 and rep.request_rate.low <= rep.request_rate.mean <= rep.request_rate.high
-    assert "± " in rep.output_tok_s.text()
+def _sent(capture: Path) -> list[dict]:
+    return [json.loads(line) for line in capture.read_text().splitlines() if line.strip()]
 
-    # the progress: 5 probes and 3 trials planned; the units the search and trials did not need left the total
+
+def test_two_engines_on_the_same_streams_get_a_capacity_an_interval_and_a_paired_verdict(
+    fake_engine, tmp_path, monkeypatch
+):
+    """Two fake engines, 10 and 15 req/s: every probe on a named stream, the same prompts and arrivals for both."""
+    monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
+    caps = {"slots-2": tmp_path / "two.jsonl", "slots-3": tmp_path / "three.jsonl"}
+    cfg = config(tmp_path, [engine("slots-2", 2, caps["slots-2"]), engine("slots-3", 3, caps["slots-3"])])
+    run_dir = tmp_path / "run"
+    two, three = asyncio.run(run_benchmarks(cfg, run_dir))
+    for result, mu in ((two, 10.0), (three, 15.0)):
+        assert result.status == "ok", result.reason
+        est = result.capacity.estimate
+        assert est is not None and est.status == "estimated", result.capacity.note
+        # Poisson arrivals queue a little before mu; the served share counts only below its floor (5% less the noise)
+        assert 0.4 * mu <= est.value <= 1.2 * mu and est.low is not None and est.low <= est.value <= est.high
+        streams = [p["stream"] for p in result.capacity.probes]
+        assert streams[0] == "p0" and {"e0-lo", "e0-hi", "e1-lo", "e1-hi"} <= set(streams)
+        assert all(p.phase == "search" and p.probe["stream"] for p in result.points if p.phase in ("search", "trial"))
+        rep = representative(result, cfg)
+        assert rep.source == "capacity" and rep.capacity.mean == est.value and rep.request_rate.mean == est.value
+        assert rep.output_tok_s.mean == pytest.approx(est.value * 4, rel=0.01)  # the rate times 4 tokens a request
+        assert rep.output_tok_s.low == pytest.approx(est.low * 4, rel=0.01)
+    assert set(two.gpu_seconds) >= {"cold start", "sweep", "search"}
+    # the same stream is the same traffic: prompts in the same order, arrival gaps in proportion to the loads
+    loads = {r.label: next(p["load"] for p in r.capacity.probes if p["stream"] == "p0") for r in (two, three)}
+    assert loads["slots-2"] == loads["slots-3"] == 4  # both start at 4 req/s on p0
+    n = {
+        r.label: next(p.requests + p.errors for p in r.points if p.probe and p.probe["stream"] == "p0")
+        for r in (two, three)
+    }
+    assert n["slots-2"] == n["slots-3"] >= 12
+    p0 = {
+        label: _sent(path)[7 : 7 + n[label]] for label, path in caps.items()
+    }  # after the first request and the sweep's 6
+    assert [r["prompt"] for r in p0["slots-2"]] == [r["prompt"] for r in p0["slots-3"]]
+    gaps = {k: [b["t"] - a["t"] for a, b in zip(v, v[1:], strict=False)] for k, v in p0.items()}
+    assert sum(abs(a - b) for a, b in zip(gaps["slots-2"], gaps["slots-3"], strict=True)) < 0.05 * 11
+    d = compare_capacities(capacity_side(two, cfg, 1), capacity_side(three, cfg, 1))
+    assert d.paired and d.pairs >= 4 and d.verdict == "measured" and d.ratio < 1, d.text
+
+    # the progress: every probe was a unit; the units the search did not need left the total
     events, offset = read_events(run_dir / PROGRESS_FILE)
     progress = Tracker()
     for ev in events:
         progress.apply(ev)
-    probes = [p for p in result.points if p.phase == "search"]
+    probes = [p for r in (two, three) for p in r.points if p.phase == "search"]
     done = Counter(progress.units[k].kind for k, s in progress.state.items() if s == "done")
-    assert done["probe"] + done["trial"] == len(probes) + len(trials)  # every probe and trial was a unit
-    assert done["cold"] == 1 and done["sweep"] == 1
+    assert done["probe"] == len(probes) and done["cold"] == 2 and done["sweep"] == 2
     assert progress.finished == progress.total == sum(done.values()) and progress.ended
-    assert progress.eta_s(events[-1]["t"]) == 0
 
     # a second run in the same folder measures nothing again
     stored = {p.name: p.stat().st_mtime_ns for p in (run_dir / "points").rglob("*.json")}
-    (again,) = asyncio.run(run_benchmarks(cfg, run_dir))
-    assert again.capacity == cap
+    again = asyncio.run(run_benchmarks(cfg, run_dir))
+    assert [r.capacity for r in again] == [two.capacity, three.capacity]
     assert {p.name: p.stat().st_mtime_ns for p in (run_dir / "points").rglob("*.json")} == stored
-    assert load_engine_results(run_dir)[0].capacity == cap
     resumed = Tracker()
     for ev in read_events(run_dir / PROGRESS_FILE, offset)[0]:
         resumed.apply(ev)

@@ -66,10 +66,12 @@ def test_a_cold_start_is_bounded_by_the_start_up_timeout():
     assert plan.plan_units(cfg)[0].expected_s == 30
 
 
-def test_the_search_plans_its_most_probes_and_trials():
-    cfg = config(search=True)
+def test_the_search_plans_its_most_coarse_probes_and_two_a_round_at_the_edge():
+    cfg = config(search=True)  # 5 coarse probes at most, 4 edge rounds of two (the default): no trials
     units = plan.plan_units(cfg)
-    assert kinds(units) == {"cold": 1, "sweep": 2, "probe": 5, "trial": 4}
+    assert kinds(units) == {"cold": 1, "sweep": 2, "probe": 5 + 2 * 4}
+    cfg.evidence.search = cfg.evidence.search.model_copy(update={"edge_rounds_min": 1, "edge_rounds_max": 1})
+    assert kinds(plan.plan_units(cfg))["probe"] == 5 + 2
     probe = next(u for u in units if u.kind == "probe")
     request = plan.PRIOR_TTFT_S + 20 * plan.PRIOR_ITL_S
     assert probe.expected_s == pytest.approx(plan.LOAD_OVERHEAD_S + 4 + request)  # probe_seconds of arrivals

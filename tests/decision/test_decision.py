@@ -96,8 +96,8 @@ def test_fixed_load_trials_are_said_to_be_a_fixed_load_not_a_capacity():
     assert d.sentences[3].endswith("that was measured at a fixed 10 streams, not at a searched SLA capacity.")
     d = _decide(results(VLLM, TRT), {"cadence": STABLE}, PEAK)  # +16%, intervals apart: the measurement decides
     assert d.verdict.decided_by == "measurement" and d.primary == TRT
-    assert "at their trials' loads, not searched SLA capacities" in d.verdict.text
-    assert "at their SLA capacities" not in d.verdict.text
+    assert d.verdict.verdict == "measured" and "at a fixed load" in d.verdict.text
+    assert "at the SLA" not in d.verdict.text
 
 
 def test_measurements_overrule_the_tree_and_say_so():

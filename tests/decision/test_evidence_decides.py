@@ -1,24 +1,17 @@
-"""The decision follows the evidence: ties within noise, measured winners, and contradictions with the tree."""
+"""The decision follows the evidence: its three verdicts (measured, equivalent, not conclusive) and who decides.
 
-import numpy as np
+The configurations are searched against fake engines of known SLA capacity (``fakes.sim_engine``), as a live
+run stores them: search points with their judged probes, and the estimate. Two configurations of one run
+share a traffic seed (common random numbers), as they share streams.
+"""
+
 from decision_data import cfg
+from fakes.sim_engine import searched_result
 
 from helpers.decision.compute import decide
 from helpers.run.records import CapacitySummary, EngineResult, Point
 
 PROFILE = {"format": "csv", "source": "trace.csv", "peak_requests_per_s": 2.0, "output_tokens_mean": 256}
-
-
-def trial_result(label: str, engine: str, tok_s: list[float], rate: float) -> EngineResult:
-    """A configuration whose SLA capacity search ended at ``rate`` req/s with trials of ``tok_s``."""
-    points = [
-        Point(label=label, engine=engine, concurrency=0, phase="trial", trial=i, offered_rate=rate, requests=200,
-              duration_s=20.0, output_tok_s=v, total_tok_s=3 * v, req_s=v / 256, ttft_ms_p95=500.0)
-        for i, v in enumerate(tok_s)
-    ]  # fmt: skip
-    cap = CapacitySummary(capacity=rate, bracket_low=rate, bracket_high=rate * 1.05, bounded=True, converged=True,
-                          note="test", trial_load=rate)  # fmt: skip
-    return EngineResult(label=label, engine=engine, capacity=cap, points=points, cold_start_s=100.0)
 
 
 def config(labels_engines, **sections):
@@ -32,37 +25,50 @@ STABLE_SMALL_TEAM = {"cadence": {"updates_per_month": 0.1, "concurrent_models": 
                      "team": {"size": 3, "mlops_maturity": "low", "chase_peak": False}}  # fmt: skip
 
 
-def test_overlapping_intervals_are_a_tie_and_the_tree_decides():
-    rng = np.random.default_rng(0)
-    a = trial_result("vllm-a", "vllm", list(1000 + rng.normal(0, 60, 3)), 4.0)
-    b = trial_result("sglang-b", "sglang", list(1030 + rng.normal(0, 60, 3)), 4.1)
+def test_equal_capacities_are_equivalent_and_the_tree_decides():
+    a = searched_result("vllm-a", "vllm", 4.0, seed=1, traffic_seed=7)
+    b = searched_result("sglang-b", "sglang", 4.0, seed=2, traffic_seed=7)
     d = decide([a, b], config([("vllm-a", "vllm"), ("sglang-b", "sglang")], **STABLE_SMALL_TEAM), PROFILE)
-    assert d.verdict is not None and not d.verdict.significant
+    assert d.verdict is not None and d.verdict.verdict == "equivalent" and not d.verdict.significant
     assert d.verdict.decided_by == "tree and operations cost"
-    assert "a tie within noise (±" in d.verdict.text
+    assert "equivalent within ±5%" in d.verdict.text and "paired over" in d.verdict.text
     assert d.primary_family == d.tree_family == "vllm" and d.contradiction is None
-    assert any("tie within noise" in r for r in d.reasons)
+    assert any("equivalent within ±5%" in r for r in d.reasons)
+
+
+def test_equivalent_configurations_of_one_engine_go_to_the_better_estimate_never_the_worse():
+    # one engine family, one operations cost: the tree and the operations cost cannot separate them
+    for seed in range(6):
+        a = searched_result("vllm-a", "vllm", 4.0, seed=10 + seed, traffic_seed=seed)
+        b = searched_result("vllm-b", "vllm", 4.04, seed=20 + seed, traffic_seed=seed)
+        d = decide([a, b], config([("vllm-a", "vllm"), ("vllm-b", "vllm")], **STABLE_SMALL_TEAM), PROFILE)
+        better = max((a, b), key=lambda r: r.capacity.estimate.value).label
+        assert d.verdict.verdict in ("equivalent", "not_conclusive"), d.verdict.text
+        assert d.primary == better == d.verdict.faster, (seed, d.verdict.text)
+        if d.verdict.verdict == "equivalent":
+            assert d.verdict.decided_by == "better estimate" and f"the better estimate, `{better}`" in d.verdict.text
 
 
 def test_twice_the_capacity_wins_whatever_the_assumed_operations_hours():
-    fast = trial_result("sglang-fast", "sglang", [2000.0, 2010.0, 1995.0], 8.0)
-    slow = trial_result("vllm-slow", "vllm", [1000.0, 1004.0, 998.0], 4.0)
+    fast = searched_result("sglang-fast", "sglang", 8.0, seed=3, traffic_seed=9)
+    slow = searched_result("vllm-slow", "vllm", 4.0, seed=4, traffic_seed=9)
     # operations hours favour vLLM heavily, and the tree says vLLM (small team, stable model); at 40 req/s
     # (6 vs 11 replicas) the GPUs saved outweigh 29 more engineer hours a month: the break-even holds
     ops = {"sglang": 30, "vllm": 1}
     sections = {**STABLE_SMALL_TEAM, "cost": {"gpu": "H200-SXM-141GB", "ops_hours_per_month": ops}}
     busy = {**PROFILE, "peak_requests_per_s": 40.0}
     d = decide([fast, slow], config([("sglang-fast", "sglang"), ("vllm-slow", "vllm")], **sections), busy)
-    assert d.verdict.significant and d.verdict.decided_by == "measurement"
-    assert "at their SLA capacities (3 and 3 trials" in d.verdict.text  # searched: capacities, not fixed loads
+    assert d.verdict.verdict == "measured" and d.verdict.significant and d.verdict.decided_by == "measurement"
+    assert "serves" in d.verdict.text and "more requests per accelerator" in d.verdict.text
+    assert 90 < d.verdict.difference_pct < 110 and d.verdict.low_pct > 0 and d.verdict.paired
     assert d.primary == "sglang-fast" and d.backup == "vllm-slow"
     assert d.tree_family == "vllm" and d.contradiction is not None
     assert d.contradiction.startswith("The measurements contradict the seed's decision tree: it points to vLLM")
 
 
 def test_a_measured_winner_that_does_not_pay_for_its_operations_does_not_decide():
-    fast = trial_result("sglang-fast", "sglang", [2000.0, 2010.0, 1995.0], 8.0)
-    slow = trial_result("vllm-slow", "vllm", [1000.0, 1004.0, 998.0], 4.0)
+    fast = searched_result("sglang-fast", "sglang", 8.0, seed=3, traffic_seed=9)
+    slow = searched_result("vllm-slow", "vllm", 4.0, seed=4, traffic_seed=9)
     tiny = {**PROFILE, "peak_requests_per_s": 0.01}  # one replica of either serves it: ops cost dominates
     sections = {
         **STABLE_SMALL_TEAM,
@@ -73,15 +79,31 @@ def test_a_measured_winner_that_does_not_pay_for_its_operations_does_not_decide(
     assert "break-even" in d.verdict.text and d.primary == "vllm-slow"
 
 
-def test_single_samples_never_decide_alone():
-    a = trial_result("vllm-a", "vllm", [1000.0], 4.0)
-    b = trial_result("sglang-b", "sglang", [2000.0], 8.0)
-    d = decide([a, b], config([("vllm-a", "vllm"), ("sglang-b", "sglang")], **STABLE_SMALL_TEAM), PROFILE)
-    assert d.verdict.decided_by == "tree and operations cost" and "no interval" in d.verdict.text
+def test_too_few_probes_are_not_conclusive_first_with_what_it_would_take():
+    # two edge rounds at most and a loose bracket: few probes near the edge, a difference inside the noise
+    few = {"edge_rounds_min": 0, "edge_rounds_max": 0, "tolerance": 0.3, "max_probes": 4}
+    a = searched_result("vllm-a", "vllm", 4.0, seed=5, traffic_seed=3, **few)
+    b = searched_result("vllm-b", "vllm", 4.2, seed=6, traffic_seed=3, **few)
+    d = decide([a, b], config([("vllm-a", "vllm"), ("vllm-b", "vllm")], **STABLE_SMALL_TEAM), PROFILE)
+    assert d.verdict.verdict == "not_conclusive" and d.verdict.decided_by == "not conclusive"
+    assert d.verdict.to_resolve and ("edge probe" in d.verdict.to_resolve)
+    assert d.sentences[0].startswith("Not conclusive: provisionally use")
+    assert d.primary == d.verdict.faster  # the better estimate, provisionally, never the worse
+
+
+def test_a_configuration_without_a_capacity_is_not_measured_never_a_tie():
+    a = searched_result("vllm-a", "vllm", 4.0, seed=1, traffic_seed=7)
+    none = EngineResult(label="sglang-b", engine="sglang", capacity=CapacitySummary(note="no probe"), points=[
+        Point(label="sglang-b", engine="sglang", concurrency=4, phase="sweep", requests=10, duration_s=5.0,
+              output_tok_s=500.0, total_tok_s=1500.0, req_s=2.0, ttft_ms_p95=300.0)
+    ])  # fmt: skip
+    d = decide([a, none], config([("vllm-a", "vllm"), ("sglang-b", "sglang")], **STABLE_SMALL_TEAM), PROFILE)
+    assert d.verdict.verdict == "not_measured" and "nothing to compare" in d.verdict.text
+    assert d.primary == "vllm-a"
 
 
 def test_the_rubric_and_its_weights_are_in_the_decision():
-    a = trial_result("vllm-a", "vllm", [1000.0, 1001.0, 999.0], 4.0)
+    a = searched_result("vllm-a", "vllm", 4.0)
     d = decide([a], config([("vllm-a", "vllm")]), PROFILE)
     assert set(d.rubric["weights"]) == {"hardware", "stability", "workload", "team", "cost", "sla"}
     assert abs(sum(d.rubric["weights"].values()) - 1.0) < 1e-9
