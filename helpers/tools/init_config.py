@@ -177,7 +177,10 @@ def build_config(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     data["sla"] = {"ttft_p95_ms": args.ttft_ms, **({"itl_p95_ms": args.itl_ms} if args.itl_ms else {})}
     if real and "quality" in sizing:
         data["quality"] = copy.deepcopy(sizing["quality"])
-    data["cost"] = {"gpu": args.gpu or (f"cpu-{os.cpu_count() or 1}core" if on_cpu else _local_gpu())}
+    named = gpu_spec(args.gpu) if args.gpu else None
+    data["cost"] = {
+        "gpu": named.name if named else args.gpu or (f"cpu-{os.cpu_count() or 1}core" if on_cpu else _local_gpu())
+    }
     data["hardware"] = {"vendors": "nvidia-only", "autoscaling": False, "gpu_count": args.gpus}
     data["team"] = {"size": 3, "mlops_maturity": "low", "chase_peak": False}
     data["cadence"] = {"updates_per_month": 1.0, "concurrent_models": 1}

@@ -88,7 +88,7 @@ def test_gpu_engines_from_images_an_endpoint_and_the_current_environment(tmp_pat
         ("endpoint", "endpoint", None),
     ]
     assert cfg.model.path == "llama-3.1-8b" and all(e.knobs.dummy_weights for e in cfg.engines[:2])
-    assert cfg.cost.gpu == "H200" and cfg.evidence.search.axis == "rate"  # gpu-venv.yaml's sizing
+    assert cfg.cost.gpu == "H200-SXM-141GB" and cfg.evidence.search.axis == "rate"  # gpu-venv.yaml's sizing
     here = tmp_path / "here.yaml"
     assert playbook("init", "--engines", "sglang", "--launcher", "current", "--out", str(here)).returncode == 0
     (e,) = load_config(here).engines
