@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 READY := $(VENV)/.playbook-ready
 CONFIG ?= playbook/workloads/default.yaml
 
-.PHONY: report test bench reliability lint venv engines models tools notebooks clean-runs
+.PHONY: report test bench reliability lint venv engines models tools notebooks docs clean-runs
 
 $(READY): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed")'
@@ -47,6 +47,7 @@ report:
 	$(VENV)/bin/playbook run $(CONFIG)
 
 # --durations=25: the CI log names the slowest tests (the suite must stay well under CI's 30 minutes).
+# The suite builds the docs with --strict (tests/test_docs.py): a broken link or a stale generated page fails it.
 test:
 	@$(SETUP) engines tools models
 	$(PY) -m pytest -q -ra --durations=25
@@ -65,3 +66,8 @@ lint: $(READY)
 
 notebooks: $(READY)
 	$(PY) scripts/build_notebooks.py
+
+# The docs site in site/ (git-ignored): the generated reference pages first, then a strict build.
+docs: $(READY)
+	$(PY) scripts/docs_reference.py
+	$(PY) -m mkdocs build --strict

@@ -24,7 +24,7 @@ also sends ``temperature`` 1.0, SGLang's default and so what guidellm (which sen
 where ``sglang.bench_serving`` would otherwise ask for greedy decoding, another sampling path. Each
 of its runs starts with one untimed warm-up request of its own.
 
-SGLang 0.5.16 is installed on the GPU host only: there, ``--config playbook/workloads/chat-8b.yaml
+SGLang 0.5.16 is installed on the GPU host only: there, ``--config playbook/workloads/h200-offline/chat-8b.yaml
 --engine "SGLang 0.5.16"`` (the defaults) measures that engine. Where its interpreter cannot import
 ``sglang`` (as on the CPU development machine, e.g. under ``make bench``) the script says so and
 stops; ``--print-command`` prints the engine's and ``sglang.bench_serving``'s command lines without
@@ -63,7 +63,7 @@ try:  # run as a script (make bench, scripts/gpu_host.sh): this folder is on sys
 except ImportError:  # imported as benchmarks.bench_loadgen_vs_sglang
     from benchmarks.bench_loadgen_vs_vllm import Target, ours
 
-DEFAULT_CONFIG = "playbook/workloads/chat-8b.yaml"
+DEFAULT_CONFIG = "playbook/workloads/h200-offline/chat-8b.yaml"
 BENCH_MODULE = "sglang.bench_serving"
 # SGLang's default temperature, which guidellm's requests (no temperature) get; ignore_eos is bench_serving's default
 THEIR_BODY = {"temperature": 1.0, "ignore_eos": True}

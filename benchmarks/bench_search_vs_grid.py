@@ -35,7 +35,7 @@ of every method. Wrap it in the engine lock::
 
 On a GPU host (longer probes and a wider grid; the engine label is one of that config's)::
 
-    .venv/bin/python benchmarks/bench_search_vs_grid.py --config playbook/workloads/chat-8b.yaml
+    .venv/bin/python benchmarks/bench_search_vs_grid.py --config playbook/workloads/h200-offline/chat-8b.yaml
         --engine "vLLM 0.26.0" --grid 1 8 32 128 --probe-seconds 30 --max-probes 10
 
 Progress goes to stderr, the figures to stdout. No assertions: it prints figures.

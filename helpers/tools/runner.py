@@ -101,6 +101,19 @@ def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, kernel: RunKe
     return None
 
 
+CHECK_LOG = Path("logs") / "check.txt"
+"""Where a run keeps what ``playbook check`` said before each of its ``playbook run`` calls."""
+
+
+def archive_check(run_dir: Path, text: str, now: datetime | None = None) -> Path:
+    """Append the preflight's lines to the run folder's ``logs/check.txt``, under the time of the call."""
+    path = run_dir / CHECK_LOG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"# playbook check before playbook run, {(now or datetime.now(UTC)):%Y-%m-%d %H:%M:%S} UTC\n{text}\n")
+    return path
+
+
 def run_playbook(
     config: str | Path,
     run_id: str | None = None,
@@ -109,6 +122,7 @@ def run_playbook(
     log_output: bool = True,
     engines: list[str] | None = None,
     console: TextIO | None = None,
+    preflight: str | None = None,
 ) -> Path:
     """Run the whole playbook for ``config``; return the path of ``report.html``.
 
@@ -116,6 +130,7 @@ def run_playbook(
     ``run_id`` resumes: measured points in that run folder are kept. ``engines`` (labels) runs only
     those engine configurations (``helpers.tools.engine_subset``). With ``log_output`` step 5's
     progress is shown on ``console`` (default stderr): a bar on a terminal, else a line per unit.
+    ``preflight``: what ``playbook check`` said before the run, appended to ``logs/check.txt``.
     """
     cfg = load_config(config)  # a bad config fails here, before anything is imported or started
     if engines:
@@ -125,6 +140,8 @@ def run_playbook(
     run_dir = (Path(reports_dir) / run_id).resolve()
     # RunLock: one run per run id; Watchdog: what the run starts does not outlive it, even a `kill -9` of it
     with RunLock(run_dir), Watchdog(run_dir), config_file(cfg, config, bool(engines)) as path:
+        if preflight is not None:
+            archive_check(run_dir, preflight)
         shown = (console or sys.stderr) if log_output else None
         return _run_locked(cfg, path, run_id, run_dir, Path(reports_dir), only, shown)
 

@@ -167,7 +167,7 @@ def test_multi_turn_replay_on_each_engine_predicted_beside_achieved(tmp_path):
 
 
 def test_the_h200_multi_turn_config_validates_and_runs_one_engine_at_a_time():
-    path = REPO_ROOT / "playbook" / "workloads" / "multiturn-8b.yaml"
+    path = REPO_ROOT / "playbook" / "workloads" / "h200-offline" / "multiturn-8b.yaml"
     cfg = load_config(path)
     mt = cfg.workload.multi_turn
     assert (mt.sessions, mt.turns, mt.system_prompt_tokens, mt.user_turn_tokens, mt.output_tokens) == (

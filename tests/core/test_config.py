@@ -53,7 +53,7 @@ def test_good_config_loads_and_normalises(tmp_path):
     assert cfg.engines[0].launcher.python == ".engines/vllm-cpu/bin/python"
 
 
-@pytest.mark.parametrize("path", sorted(WORKLOADS_DIR.glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(WORKLOADS_DIR.rglob("*.yaml")), ids=lambda p: str(p.relative_to(WORKLOADS_DIR)))
 def test_shipped_workloads_load(path):
     cfg = load_config(path)
     assert cfg.engines
@@ -102,10 +102,17 @@ def test_unknown_engine_lists_registered_ones(tmp_path):
     assert "vllm-cpu" in msg and "sglang" in msg
 
 
-def test_python_launcher_without_interpreter_names_the_engine(tmp_path):
-    msg = bad(tmp_path, lambda d: d["engines"][0].pop("launcher"))
-    assert "launcher.python" in msg
+def test_an_engine_without_a_launcher_is_the_python_launcher_of_the_current_interpreter(tmp_path):
+    data = copy.deepcopy(GOOD)
+    data["engines"][0].pop("launcher")
+    spec = load_config(write(tmp_path, data)).engines[0]
+    assert (spec.launcher.kind, spec.launcher.python, spec.launcher.pythonpath) == ("python", None, [])
+
+
+def test_an_endpoint_without_a_launcher_names_the_engine(tmp_path):
+    msg = bad(tmp_path, lambda d: d["engines"][0].update(engine="endpoint", launcher={"kind": "python"}))
     assert "engines.0" in msg, f"the error does not say which engine: {msg!r}"
+    assert "no server module" in msg and "launcher.url" in msg
 
 
 def test_duplicate_labels(tmp_path):

@@ -13,6 +13,7 @@ Flag names were checked against the pinned versions' own sources: vLLM 0.26.0
 ``--kv_cache_free_gpu_memory_fraction``, ``--max_seq_len``, ``--extra_llm_api_options``).
 """
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -292,9 +293,25 @@ def test_endpoint_engine_has_no_command():
     assert get_engine("endpoint").server_args(spec, cfg.model, MODEL_DIR, "h", 1) == []
 
 
-def test_python_launcher_needs_an_interpreter():
-    with pytest.raises(ConfigError, match="launcher.python is required"):
-        parse_config({"name": "t", "model": {"path": "tiny-llama"}, "engines": [{"label": "a", "engine": "vllm"}]})
+def test_an_engine_without_a_launcher_runs_from_the_current_environment(tmp_path):
+    cfg = parse_config({"name": "t", "model": {"path": "tiny-llama"}, "engines": [{"label": "a", "engine": "vllm"}]})
+    spec = cfg.engines[0]
+    assert spec.launcher.kind == "python" and spec.launcher.python is None
+    cmd, _ = build(cfg, tmp_path)
+    assert cmd[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+    # the playbook's own environment holds no engine: the real readiness probe says so, naming the interpreter
+    state, version, detail = LAUNCHERS["python"].readiness(get_engine("vllm"), spec)
+    assert (state, version) == ("missing", None) and detail == f"{sys.executable} cannot import the engine package"
+
+
+def test_an_engine_with_no_server_module_needs_a_launcher():
+    with pytest.raises(ConfigError, match="engine 'endpoint' has no server module to start with the python launcher"):
+        parse_config({"name": "t", "model": {"path": "tiny-llama"}, "engines": [{"label": "a", "engine": "endpoint"}]})
+
+
+@pytest.mark.parametrize(("given", "kept"), [("0.26.0", "0.26.0"), (1.2, "1.2"), (None, None)])
+def test_the_expected_engine_version_is_text(given, kept):
+    assert config("vllm", version=given).engines[0].version == kept
 
 
 def test_unknown_engine_names_the_allowed_ones():

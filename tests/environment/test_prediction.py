@@ -31,7 +31,7 @@ def with_knobs(cfg, **knobs):
 
 
 def test_8b_on_h200_is_bounded_by_max_num_seqs_and_its_capacity_sits_at_the_ttft_limit():
-    cfg = cfg_of("chat-8b")
+    cfg = cfg_of("h200-offline/chat-8b")
     p = predict_config(cfg, cfg.engines[0], H200)
     assert p.available and p.weight_precision == "bf16"
     assert p.max_batch == 1024 and p.batch_limit == "max_num_seqs default"
@@ -43,7 +43,7 @@ def test_8b_on_h200_is_bounded_by_max_num_seqs_and_its_capacity_sits_at_the_ttft
 
 
 def test_the_kv_cache_bounds_the_70b_on_an_80_gb_gpu():
-    cfg = cfg_of("chat-70b-fp8")
+    cfg = cfg_of("h200-offline/chat-70b-fp8")
     h200, h100 = (predict_config(cfg, cfg.engines[0], g) for g in (H200, H100))
     assert h100.batch_limit == "KV cache" and h100.max_batch == h100.kv_tokens // (512 + 256)
     assert h100.max_batch < 20 < h200.max_batch
@@ -51,7 +51,7 @@ def test_the_kv_cache_bounds_the_70b_on_an_80_gb_gpu():
 
 
 def test_a_knob_an_sla_and_a_shared_prefix_move_the_prediction():
-    cfg = cfg_of("chat-8b")
+    cfg = cfg_of("h200-offline/chat-8b")
     base = predict_config(cfg, cfg.engines[0], H200)
     small = predict_config(cfg, with_knobs(cfg, max_num_seqs=32), H200)
     assert small.max_batch == 32 and small.batch_limit == "knob max_num_seqs"
@@ -61,7 +61,7 @@ def test_a_knob_an_sla_and_a_shared_prefix_move_the_prediction():
     itl = cfg.model_copy(update={"sla": cfg.sla.model_copy(update={"itl_p95_ms": 8.0})})
     capped = predict_config(itl, cfg.engines[0], H200)
     assert capped.batch_limit == "ITL p95 limit" and capped.decode_step_ms_at_peak <= 8.0
-    shared = cfg_of("chat-8b", shared_prefix_tokens=256)
+    shared = cfg_of("h200-offline/chat-8b", shared_prefix_tokens=256)
     on = predict_config(shared, shared.engines[0], H200)
     off = predict_config(shared, with_knobs(shared, prefix_caching=False), H200)
     assert on.cached_share == 0.5 and off.cached_share == 0.0
@@ -72,14 +72,14 @@ def test_cpu_engines_and_models_that_do_not_fit_say_why():
     cpu = cfg_of("default")
     p = predict_config(cpu, cpu.engines[0], H200)
     assert not p.available and "no GPU model for a CPU engine" in p.reason and p.capacity_requests_per_s is None
-    big = cfg_of("chat-70b-fp8")
+    big = cfg_of("h200-offline/chat-70b-fp8")
     nofit = predict_config(big, big.engines[0], gpu_spec("L40S"))
     assert not nofit.available and "does not fit" in nofit.reason
     assert not predict_config(big, big.engines[0], None).available
 
 
 def test_a_calibration_factor_is_applied_per_engine_and_said():
-    cfg = cfg_of("chat-8b")
+    cfg = cfg_of("h200-offline/chat-8b")
     factor = CalibrationFactor(factor=0.5, runs=2, low=0.4, high=0.6, shapes=["s"], gpus=["H200-SXM-141GB"])
     table = CalibrationTable(as_of="2026-12-03", source="test", engines={"vllm": factor})
     rec = predict_run(cfg, H100, "test", table)

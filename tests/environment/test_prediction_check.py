@@ -26,7 +26,7 @@ TABLE = CalibrationTable(
 
 @pytest.fixture
 def run(tmp_path):
-    cfg = load_config(PLAYBOOK_DIR / "workloads" / "chat-8b.yaml")
+    cfg = load_config(PLAYBOOK_DIR / "workloads" / "h200-offline" / "chat-8b.yaml")
     rec = predict_run(cfg, gpu_spec("H200"), "test", TABLE)
     RunFolder(tmp_path).save(rec)
     cap = CapacitySummary(capacity=25.0, bracket_low=25.0, bracket_high=27.5, bounded=True, converged=True)

@@ -9,7 +9,7 @@ from helpers.tools.runner import execute
 
 
 def run_step4(tmp_path, config: str) -> PredictionRecord:
-    run_dir = tmp_path / config
+    run_dir = tmp_path / config.replace("/", "-")
     err = execute(
         PLAYBOOK_DIR / "02_environment.ipynb",
         run_dir / "02.ipynb",
@@ -30,10 +30,10 @@ def test_the_cpu_default_gets_a_prediction_that_says_there_is_no_gpu_model(tmp_p
 
 
 def test_a_gpu_config_without_a_gpu_here_is_predicted_on_its_priced_gpu(tmp_path):
-    rec = run_step4(tmp_path, "chat-8b")
+    rec = run_step4(tmp_path, "h200-offline/chat-8b")
     assert rec.gpu == "H200-SXM-141GB" and "priced GPU" in rec.planned_for
     v = rec.of("vLLM 0.26.0")
     assert v.available and v.calibration_factor is not None
     assert v.capacity_requests_per_s == pytest.approx(v.sla_requests_per_s * v.calibration_factor)
-    out = (tmp_path / "chat-8b" / "02.ipynb").read_text(encoding="utf-8")
+    out = (tmp_path / "h200-offline-chat-8b" / "02.ipynb").read_text(encoding="utf-8")
     assert "Predicted capacity per configuration" in out

@@ -67,14 +67,14 @@ def write_configs(out: Path) -> dict[str, Path]:
     shape.pop("quantization_config", None)  # BF16 weights: 2 bytes per parameter, ~141 GB for 70.6 B
     (model / "config.json").write_text(json.dumps(shape, indent=2) + "\n")
 
-    oom = _vllm_only("chat-70b-fp8.yaml")
+    oom = _vllm_only("h200-offline/chat-70b-fp8.yaml")
     oom.update(name="reliability-oom-70b-bf16")
     oom["model"] = {"path": str(model), "served_name": "llama-3.3-70b-bf16"}
     oom["engines"][0]["knobs"].update(quantization="none", tensor_parallel=1)
     oom["engines"][0]["startup_timeout_s"] = 420
     oom["workload"].update(concurrency=[1], requests_per_point=2, max_seconds_per_point=60)
 
-    kill = _vllm_only("chat-8b.yaml")
+    kill = _vllm_only("h200-offline/chat-8b.yaml")
     kill.update(name="reliability-kill-8b")
     kill["workload"].update(concurrency=[16], requests_per_point=160, max_seconds_per_point=90)
     paths = {}

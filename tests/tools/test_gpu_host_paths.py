@@ -16,7 +16,7 @@ from helpers.tools.engine_subset import config_file, select_engines
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "gpu_host.sh"
-CHAT = REPO / "playbook" / "workloads" / "chat-8b.yaml"
+CHAT = REPO / "playbook" / "workloads" / "h200-offline" / "chat-8b.yaml"
 
 
 def _bundle(folder: Path, name: str) -> Path:

@@ -24,7 +24,7 @@ def predicted():
     out = {}
     for config in ("chat-8b", "chat-70b-fp8"):
         for gpu in ("H100-SXM-80GB", "H200"):
-            res = playbook("predict", f"playbook/workloads/{config}.yaml", "--gpu", gpu, "--json")
+            res = playbook("predict", f"playbook/workloads/h200-offline/{config}.yaml", "--gpu", gpu, "--json")
             assert res.returncode == 0, res.stderr
             out[config, gpu] = json.loads(res.stdout)
     return out
@@ -60,7 +60,7 @@ def test_the_70b_on_an_h100_is_bounded_by_its_kv_cache(predicted):
 
 
 def test_the_text_says_what_it_assumed_and_a_cpu_engine_gets_no_gpu_model(capsys):
-    assert main(["predict", "playbook/workloads/chat-8b.yaml", "--gpu", "H100-SXM-80GB", "--raw"]) == 0
+    assert main(["predict", "playbook/workloads/h200-offline/chat-8b.yaml", "--gpu", "H100-SXM-80GB", "--raw"]) == 0
     text = capsys.readouterr().out
     assert "Predicted on H100-SXM5-80GB" in text and "raw model (calibration not applied)" in text
     assert "fleet: 1 replica(s)" in text and "per M output tokens at $5.01/GPU-h" in text
@@ -69,5 +69,5 @@ def test_the_text_says_what_it_assumed_and_a_cpu_engine_gets_no_gpu_model(capsys
 
 
 def test_an_unknown_gpu_is_an_error_naming_the_known_ones():
-    res = playbook("predict", "playbook/workloads/chat-8b.yaml", "--gpu", "H900")
+    res = playbook("predict", "playbook/workloads/h200-offline/chat-8b.yaml", "--gpu", "H900")
     assert res.returncode == 2 and "'H900'" in res.stderr and "H200-SXM-141GB" in res.stderr
