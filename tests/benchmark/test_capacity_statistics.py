@@ -118,13 +118,13 @@ def test_the_sustained_test_holds_for_requests_of_one_second_and_of_one_minute(s
 
 def test_a_search_that_cannot_bracket_the_edge_says_so_with_the_bound_it_has():
     never_fails = EdgeSearch(1.0, SlaLimits(ttft_p95_ms=1000.0), max_probes=3, max_load=8.0)
-    while (ask := never_fails.next()) is not None:
+    while never_fails.next() is not None:
         never_fails.record({"ttft_p95_ms": 10.0, "requests": 50})
     est = never_fails.estimate()
     assert est.status == "at_least" and est.low == 4.0 and "at least 4" in est.note
     assert "probe budget (3) spent before a load failed" in never_fails.note()
     always_fails = EdgeSearch(4.0, SlaLimits(ttft_p95_ms=1000.0), max_probes=3, min_load=1.0)
-    while (ask := always_fails.next()) is not None:
+    while always_fails.next() is not None:
         always_fails.record({"ttft_p95_ms": 5000.0, "requests": 50})
     assert always_fails.estimate().status == "below" and "below 1" in always_fails.estimate().note
 
