@@ -75,34 +75,43 @@ def tuning_candidates(result: EngineResult, target: int) -> list[Point]:
 
 
 def capacity_curve(result: EngineResult, sla_ms: float) -> Figure | None:
-    """TTFT p95 against offered load for every capacity-search probe, the SLA line, the bracket and the capacity.
+    """TTFT p95 against offered load for every capacity-search probe, the SLA line and the capacity.
 
-    Passing probes are filled, failing ones hollow; the trials at the capacity are drawn as their mean
-    with the 95% interval as an error bar.
+    Passing probes are filled, failing ones hollow, probes measured again under interference grey crosses;
+    the estimated capacity is a vertical line with its 95% interval shaded (else the search's bracket);
+    fixed-load trials are drawn as their mean with the 95% interval as an error bar.
     """
     cap = result.capacity
     if cap is None or not cap.probes:
         return None
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     unit = "offered load (req/s, Poisson arrivals)" if cap.axis == "rate" else "concurrent streams"
-    ok = [p for p in cap.probes if p.get("passed", p.get("meets_sla") and p.get("sustained"))]
-    bad = [p for p in cap.probes if p not in ok]
+    aside = [p for p in cap.probes if p.get("superseded")]
+    live = [p for p in cap.probes if not p.get("superseded")]
+    ok = [p for p in live if p.get("passed", p.get("meets_sla") and p.get("sustained") and p.get("delivered", True))]
+    bad = [p for p in live if p not in ok]
     styles = (
         (ok, {"color": "tab:green", "label": "meets the SLA, sustained"}),
         (bad, {"facecolors": "none", "edgecolors": "tab:red", "label": "misses or not sustained"}),
+        (aside, {"color": "grey", "marker": "x", "label": "measured again (other load on the machine)"}),
     )
     for group, style in styles:
         pts = [(p["load"], p.get("ttft_p95_ms")) for p in group if p.get("ttft_p95_ms") is not None]
         if pts:
             ax.scatter(*zip(*pts, strict=True), s=36, zorder=3, **style)
     ax.axhline(sla_ms, color="grey", linestyle="--", label=f"SLA {sla_ms:,.0f} ms")
-    if cap.bracket_low is not None and cap.bracket_high is not None:
+    est = cap.estimate
+    if est is not None and est.value is not None:
+        ax.axvline(est.value, color="tab:blue", label=f"capacity {est.value:.3g}")
+        if est.low is not None and est.high is not None:
+            ax.axvspan(est.low, est.high, color="tab:blue", alpha=0.15, label="95% interval")
+    elif cap.bracket_low is not None and cap.bracket_high is not None:
         ax.axvspan(cap.bracket_low, cap.bracket_high, color="tab:blue", alpha=0.12, label="bracket")
     trials = [p for p in result.points if p.phase == "trial" and p.ttft_ms_p95 is not None]
-    if cap.trial_load is not None and trials:
-        est = mean_ci([p.ttft_ms_p95 for p in trials])
-        ax.errorbar([cap.trial_load], [est.mean], yerr=[est.half_width or 0.0], fmt="D", color="tab:blue",
-                    capsize=4, label=f"{est.n} trials at the capacity (95% interval)")  # fmt: skip
+    if not cap.searched and cap.trial_load is not None and trials:
+        mean = mean_ci([p.ttft_ms_p95 for p in trials])
+        ax.errorbar([cap.trial_load], [mean.mean], yerr=[mean.half_width or 0.0], fmt="D", color="tab:blue",
+                    capsize=4, label=f"{mean.n} trials at the fixed load (95% interval)")  # fmt: skip
     ax.set_xlabel(unit)
     ax.set_ylabel("TTFT p95 (ms)")
     ax.set_title(f"{result.label}: SLA capacity search", fontsize=10)

@@ -26,7 +26,13 @@ from helpers.benchmark.points import first_request, point_from, prepare_dataset
 from helpers.benchmark.quality_phase import measure_quality, quality_pending
 from helpers.benchmark.roofline import point_bound
 from helpers.benchmark.speculative import spec_decode_stats
-from helpers.benchmark.structured_phase import lengths_replay, measure_structured
+from helpers.benchmark.structured_phase import (
+    evidence_workload,
+    lengths_replay,
+    measure_replay,
+    measure_structured,
+    structured_probe,
+)
 from helpers.benchmark.trials import measure_evidence
 from helpers.benchmark.tuning import tune
 from helpers.core.config import EngineSpec, PlaybookConfig
@@ -38,7 +44,7 @@ from helpers.launchers import LAUNCHERS
 from helpers.launchers.server import ServerHandle, start_on_a_free_port
 from helpers.measure.guidellm_setup import prewarm
 from helpers.measure.interference import InterferenceWatch
-from helpers.measure.loadgen import LoadResult, run_point, run_rate, run_replay
+from helpers.measure.loadgen import LoadResult, run_point, run_rate
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.measure.telemetry import GpuSampler, local_gpu_spec
 from helpers.run.records import (
@@ -52,9 +58,9 @@ from helpers.run.records import (
     point_path,
     save_engine_result,
     save_point,
-    write_json_atomic,
 )
-from helpers.workload.levels import point_requests, sweep_levels, write_replay_trace
+from helpers.workload.levels import point_requests, sweep_levels
+from helpers.workload.structured import ReplayDataset
 
 LOG_TAIL_LINES = 30
 FROM_POINTS_ENV = "PLAYBOOK_FROM_POINTS"
@@ -81,6 +87,7 @@ class EngineRun:
         self.say = progress or (lambda _msg: None)
         self.result = EngineResult(label=spec.label, engine=spec.engine)
         self.handle: ServerHandle | None = None
+        self.evidence_replay: ReplayDataset | None = None  # the structured replay the evidence probes drive
         self.gpu_spec = None if self.adapter.runs_on_cpu else local_gpu_spec()
 
     def log_path(self, tag: str = "") -> Path:
@@ -175,7 +182,8 @@ class EngineRun:
         same traffic (``helpers.benchmark.edge_search``); the prompts are written for the most requests a probe
         may have, and a probe takes the first ones. Without a stream, the load gets traffic of its own.
         Returns the point (not yet saved), the raw figures and the queue samples (time, waiting) from
-        ``/metrics``; None if the engine died.
+        ``/metrics``; None if the engine died. A structured workload (``structured_phase.evidence_workload``)
+        replays its structure instead of plain prompts (``structured_phase.structured_probe``).
         """
         assert self.handle is not None
         axis, t0 = load_axis(self.cfg), time.monotonic()
@@ -196,7 +204,12 @@ class EngineRun:
             api_key=self.handle.api_key,
             warmup_requests=warmup,
         )
-        job = run_rate(rate=load, seed=seed, **common) if axis == "rate" else run_point(concurrency=int(load), **common)
+        if evidence_workload(self.cfg) is not None:  # a structured workload is decided on its structure
+            job = structured_probe(self, load, axis, self.cfg.workload.max_seconds_per_point)
+        elif axis == "rate":
+            job = run_rate(rate=load, seed=seed, **common)
+        else:
+            job = run_point(concurrency=int(load), **common)
         sampled = await self.sampled(job, f"the {phase} at {load:.4g}")
         self.account("search" if phase == "search" else "trials", t0)
         if sampled is None:
@@ -305,43 +318,6 @@ class EngineRun:
         )
         return point
 
-    async def measure_replay(self) -> Point | None:
-        """Replay the trace's own arrivals (guidellm's replay profile); None if the engine died."""
-        assert self.handle is not None and self.cfg.workload.replay is not None
-        path = point_path(self.run_dir, self.spec.label, "replay", 0)
-        stored = load_point(path)
-        if stored is not None:
-            self.steps.kept(self.spec.label, "replay", 0)
-            return stored
-        self.steps.begin(self.spec.label, "replay", 0)
-        rows = Path(self.run_dir) / "data" / "replay-trace.jsonl"
-        if not rows.is_file():
-            write_replay_trace(self.cfg, rows)
-        load = run_replay(
-            self.handle.base_url,
-            self.adapter.served_model_name(self.cfg.model),
-            self.cfg.model.directory,
-            rows,
-            time_scale=self.cfg.workload.replay.time_scale,
-            max_seconds=self.cfg.workload.max_seconds_per_point,
-            api_key=self.handle.api_key,
-        )
-        sampled = await self.sampled(load, "the trace replay")
-        if sampled is None:
-            return None
-        res, server_stats, gpu_stats, _queue = sampled
-        knobs = self.spec.knobs.model_dump(exclude_defaults=True)
-        point = point_from(self.spec, self.cfg, 0, "replay", res, knobs)
-        point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
-        self.complete(self.spec, point, res, server_stats, gpu_stats)
-        write_json_atomic(path, point.model_dump(mode="json"))
-        self.steps.end(self.spec.label, "replay", 0)
-        self.say(
-            f"{self.spec.label}: trace replay {point.output_tok_s:,.0f} out tok/s, "
-            f"TTFT p95 {point.ttft_ms_p95 or 0:,.0f} ms"
-        )
-        return point
-
     def _stored(self) -> EngineResult | None:
         """The stored result of an earlier, complete attempt in this run folder (resume), if any."""
         prev = load_engine_result(self.run_dir, self.spec.label)
@@ -374,7 +350,7 @@ class EngineRun:
                     return self.result
                 self.result.points.append(p)
             if lengths_replay(self.cfg):
-                p = await self.measure_replay()
+                p = await measure_replay(self)
                 if p is None:
                     return self.result
                 self.result.points.append(p)

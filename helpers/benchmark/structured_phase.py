@@ -30,9 +30,11 @@ from helpers.benchmark.points import point_from
 from helpers.core.config import PlaybookConfig
 from helpers.core.errors import PlaybookError
 from helpers.environment.records import MemoryPlanRecord
+from helpers.measure.loadgen import run_replay
 from helpers.run.folder import RunFolder
 from helpers.run.records import EngineResult, Point, StructuredCheck, load_point, point_path, write_json_atomic
 from helpers.workload.cache_sim import CACHE_SIM_MODEL, simulate_prefix_cache
+from helpers.workload.levels import write_replay_trace
 from helpers.workload.replay_run import StructuredReplay, run_structured_replay
 from helpers.workload.structured import ReplayDataset, multi_turn_dataset, replay_dataset
 
@@ -46,7 +48,7 @@ LIVE_REPLY_NOTE = (
 
 
 def lengths_replay(cfg: PlaybookConfig) -> bool:
-    """Whether the config asks for the lengths-only replay of the trace's arrivals (``EngineRun.measure_replay``)."""
+    """Whether the config asks for the lengths-only replay of the trace's arrivals (``measure_replay``)."""
     rp = cfg.workload.replay
     return rp is not None and rp.structure == "lengths"
 
@@ -56,6 +58,93 @@ def structured_workloads(cfg: PlaybookConfig) -> list[str]:
     rp = cfg.workload.replay
     out = ["trace"] if rp is not None and rp.structure != "lengths" else []
     return out + (["multi-turn"] if cfg.workload.multi_turn is not None else [])
+
+
+def evidence_workload(cfg: PlaybookConfig) -> str | None:
+    """The structured replay the evidence phase drives (the first the config asks for), or None: plain prompts.
+
+    A workload whose value lies in its structure (shared blocks, sessions with history) is decided on that
+    structure: every capacity probe (or fixed-load trial) replays it, not unstructured prompts of its lengths.
+    """
+    found = structured_workloads(cfg)
+    return found[0] if found else None
+
+
+def replay_rate(ds: ReplayDataset) -> float | None:
+    """Requests per second of a replay at its own times (time scale 1); None for fewer than two or no span."""
+    starts = ds.trace.requests["start_s"].to_numpy(dtype=float)
+    span = float(starts.max() - starts.min()) if starts.size else 0.0
+    return (starts.size - 1) / span if starts.size >= 2 and span > 0 else None
+
+
+async def structured_probe(run: EngineRun, load: float, axis: str, max_seconds: float):
+    """One evidence load of the structured replay: the whole replay, started from an empty prefix cache.
+
+    Rate axis: its own times scaled so that it arrives at ``load`` req/s; concurrency axis: ``load``
+    sessions (streams) at once, each turn sent when the last is answered. Every probe replays the same
+    requests (the configurations compared see the same traffic), so the cache is emptied before each;
+    where the engine cannot, the probe says so in the run's messages. Returns guidellm's ``LoadResult``.
+    """
+    assert run.handle is not None
+    workload = evidence_workload(run.cfg)
+    ds = getattr(run, "evidence_replay", None)
+    if ds is None:
+        block = run.adapter.block_size(run.spec, run.whole_log())
+        ds = run.evidence_replay = _dataset(run, workload, block[0] or run.cfg.workload.source.block_size)
+    why = reset_prefix_cache(run)
+    if why:
+        run.say(f"{run.spec.label}: {why}: this {workload} probe starts with what earlier probes cached")
+    rate = replay_rate(ds)
+    if axis == "rate" and not rate:
+        raise ValueError(f"the {workload} replay has no arrival times to scale to {load:.3g} req/s")
+    replay = await run_structured_replay(
+        run.handle.base_url,
+        run.adapter.served_model_name(run.cfg.model),
+        run.cfg.model.directory,
+        ds,
+        time_scale=rate / load if axis == "rate" and rate else 1.0,
+        concurrency=int(load) if axis == "concurrency" else None,
+        max_seconds=max_seconds,
+        api_key=run.handle.api_key,
+    )
+    return replay.load
+
+
+async def measure_replay(run: EngineRun) -> Point | None:
+    """Replay the trace's own arrivals, lengths only (guidellm's replay profile); None if the engine died."""
+    assert run.handle is not None and run.cfg.workload.replay is not None
+    path = point_path(run.run_dir, run.spec.label, "replay", 0)
+    stored = load_point(path)
+    if stored is not None:
+        run.steps.kept(run.spec.label, "replay", 0)
+        return stored
+    run.steps.begin(run.spec.label, "replay", 0)
+    rows = Path(run.run_dir) / "data" / "replay-trace.jsonl"
+    if not rows.is_file():
+        write_replay_trace(run.cfg, rows)
+    load = run_replay(
+        run.handle.base_url,
+        run.adapter.served_model_name(run.cfg.model),
+        run.cfg.model.directory,
+        rows,
+        time_scale=run.cfg.workload.replay.time_scale,
+        max_seconds=run.cfg.workload.max_seconds_per_point,
+        api_key=run.handle.api_key,
+    )
+    sampled = await run.sampled(load, "the trace replay")
+    if sampled is None:
+        return None
+    res, server_stats, gpu_stats, _queue = sampled
+    knobs = run.spec.knobs.model_dump(exclude_defaults=True)
+    point = point_from(run.spec, run.cfg, 0, "replay", res, knobs)
+    point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
+    run.complete(run.spec, point, res, server_stats, gpu_stats)
+    write_json_atomic(path, point.model_dump(mode="json"))
+    run.steps.end(run.spec.label, "replay", 0)
+    run.say(
+        f"{run.spec.label}: trace replay {point.output_tok_s:,.0f} out tok/s, TTFT p95 {point.ttft_ms_p95 or 0:,.0f} ms"
+    )
+    return point
 
 
 def structured_paths(run: EngineRun) -> list[Path]:

@@ -295,47 +295,85 @@ def _bounded(n: int, q: float) -> str:
     return "yes" if n and percentile_bounded(n, q) else f"no (< {min_requests_for_percentile(q)} requests)"
 
 
+def _capacity_text(cap) -> str:
+    """The capacity with its interval, or what the search knows instead."""
+    if cap is None or not cap.searched:
+        return "–"
+    if cap.estimate is None:
+        return "–" if cap.capacity is None else f"{cap.capacity:.3g}"
+    return cap.estimate.text("req/s" if cap.axis == "rate" else "streams")
+
+
 def evidence_table(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataFrame:
-    """Per configuration: its SLA capacity with the search's bracket, the trials' figures with 95% intervals."""
+    """Per configuration: its SLA capacity with its 95% interval (or its fixed load), what binds, what stands."""
     rows = []
     for r in results:
         cap, rep = r.capacity, representative(r, cfg)
-        n = rep.requests
+        n, est = rep.requests, cap.estimate if cap is not None else None
+        probes = [p for p in (cap.probes if cap else [])]
+        again = sum(1 for p in probes if p.get("superseded"))
         rows.append(
             {
                 "engine config": r.label,
-                "SLA capacity": "–" if cap is None or cap.capacity is None else f"{cap.capacity:.3g}",
+                "SLA capacity (95% CI)": _capacity_text(cap),
+                "binds": est.criterion if est is not None and est.criterion else "–",
                 "fixed load": f"{cap.trial_load:g} streams" if cap and not cap.searched and cap.trial_load else "–",
-                "bracket": "–" if cap is None or cap.bracket_low is None else
-                f"{cap.bracket_low:.3g} – {cap.bracket_high:.3g}" if cap.bracket_high else f"≥ {cap.bracket_low:.3g}",
-                "search": cap.note if cap else "not searched",
+                "probes": f"{est.probes} valid, {len(est.window)} near the edge" if est is not None else "–",
+                "measured again (interference)": again,
                 "req/s (95% CI)": rep.request_rate.text("{:,.2f}") if rep.request_rate else "–",
                 "output tok/s (95% CI)": rep.output_tok_s.text() if rep.output_tok_s else "–",
-                "TTFT p95 ms (95% CI)": rep.ttft_ms_p95.text() if rep.ttft_ms_p95 else "–",
+                "TTFT p95 ms near the capacity": rep.ttft_ms_p95.text() if rep.ttft_ms_p95 else "–",
                 "requests": n,
                 "p95 bounded": _bounded(n, 0.95),
                 "p99 bounded": _bounded(n, 0.99),
-                "trials": cap.trials_note if cap else "",
+                "search": cap.note if cap else "not searched",
+                "trials": cap.trials_note if cap and not cap.searched else "",
                 "engine minutes": round(sum(r.gpu_seconds.values()) / 60, 1) if r.gpu_seconds else None,
             }
         )  # fmt: skip
     return pd.DataFrame(rows)
 
 
+def interference_table(results: list[EngineResult]) -> pd.DataFrame:
+    """Every probe measured while other programs loaded the machine, and what was done about it."""
+    rows = []
+    for r in results:
+        for p in r.points:
+            if p.interference:
+                superseded = bool(p.probe and p.probe.get("superseded"))
+                rows.append(
+                    {
+                        "engine config": r.label,
+                        "phase": p.phase,
+                        "stream": (p.probe or {}).get("stream") or "–",
+                        "load": p.offered_rate or p.concurrency,
+                        "what else ran": p.interference,
+                        "done": "measured again; this one left out" if superseded else "kept (measured once already)",
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
 def show_evidence(ctx: Context, results: list[EngineResult]) -> None:
     """The decision evidence: capacity search curves, the capacities with intervals, engine time by phase."""
     if not any(r.capacity for r in results):
-        say("No repeated trials ran (evidence.trials.enabled is false, or no engine got that far): nothing stands "
-            "for any configuration, so no measurement decides. Grid points are single samples and never do.",
-            "warn")  # fmt: skip
+        say("No capacity search or repeated trials ran (the evidence phase is disabled, or no engine got that far): "
+            "nothing stands for any configuration, so no measurement decides. Grid points are single samples and "
+            "never do.", "warn")  # fmt: skip
         return
     if not ctx.cfg.evidence.search.enabled:
         say("The capacity search is disabled (evidence.search.enabled is false): each configuration is measured "
             "by repeated trials at one fixed load, so the comparison is of throughput at that load, not of SLA "
             "capacity, and the fleet sized from it is an upper bound.", "note")  # fmt: skip
-    show_table(evidence_table(results, ctx.cfg), f"Decision evidence: SLA capacity ({sla_text(ctx.cfg.sla)}) or a "
-               "fixed load, and the repeated trials there; percentiles from too few requests to bound them are "
-               "marked (MLPerf LoadGen early-stopping counts, 99% confidence)")  # fmt: skip
+    show_table(
+        evidence_table(results, ctx.cfg),
+        f"Decision evidence: the SLA capacity ({sla_text(ctx.cfg.sla)}), "
+        "estimated from every valid probe with its 95% interval, or a fixed load's trials; percentiles from "
+        "too few requests to bound them are marked (MLPerf LoadGen early-stopping counts, 99% confidence)",
+    )
+    others = interference_table(results)
+    if not others.empty:
+        show_table(others, "Probes measured while other programs loaded the machine (measure.interference)")
     for r in results:
         fig = plots.capacity_curve(r, ctx.cfg.sla.ttft_p95_ms)
         if fig is not None:
@@ -344,8 +382,8 @@ def show_evidence(ctx: Context, results: list[EngineResult]) -> None:
     bars = [(label, rep.output_tok_s.mean, rep.output_tok_s.low, rep.output_tok_s.high)
             for label, rep in reps if rep.source in ("capacity", "fixed") and rep.output_tok_s]  # fmt: skip
     if bars:
-        where = "the SLA capacity" if ctx.cfg.evidence.search.enabled else "the fixed load"
-        show_figure(plots.capacity_bars(bars, f"output tok/s at {where} (95% CI)"))
+        where = "the SLA capacity (rate × tokens)" if ctx.cfg.evidence.search.enabled else "the fixed load"
+        show_figure(plots.capacity_bars(bars, f"output tok/s at {where}, 95% CI"))
     minutes = pd.DataFrame(
         [{"engine config": r.label, **{k: round(v / 60, 2) for k, v in r.gpu_seconds.items()}} for r in results]
     )

@@ -182,3 +182,24 @@ def test_the_h200_multi_turn_config_validates_and_runs_one_engine_at_a_time():
     for e in cfg.engines:  # playbook run CONFIG --engines LABEL
         assert [x.label for x in select_engines(cfg, [e.label]).engines] == [e.label]
         assert build_parser().parse_args(["run", str(path), "--engines", e.label]).engines == [e.label]
+
+
+def test_a_multi_turn_workload_is_searched_on_its_sessions_not_on_plain_prompts(tmp_path, monkeypatch):
+    """Issue 32: every capacity probe replays the sessions (history in each turn), at ``load`` sessions at once."""
+    monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
+    capture = tmp_path / "sent.jsonl"
+    cfg = config(multi_turn=MT)
+    cfg.engines[0].launcher.env["FAKE_CAPTURE_FILE"] = str(capture)
+    search = {"axis": "concurrency", "start": 2, "max_probes": 2, "growth": 2, "probe_seconds": 1}
+    cfg.evidence = cfg.evidence.model_validate(
+        {"search": {**search, "edge_rounds_min": 0, "edge_rounds_max": 0}, "trials": {"enabled": False}}
+    )
+    (result,) = asyncio.run(run_benchmarks(cfg, tmp_path / "run"))
+    assert result.status == "ok", result.reason
+    probes = [p for p in result.points if p.phase == "search"]
+    assert probes and all(p.requests == MT["sessions"] * MT["turns"] for p in probes)  # the whole replay each time
+    sent = [json.loads(line)["prompt"] for line in capture.read_text().splitlines()]
+    # each probe sends the sessions' turns: a later turn's prompt holds the earlier turn (its history)
+    history = sum(1 for a in sent for b in sent if len(b) > len(a) and b.startswith(a))  # b continues a's session
+    assert history >= len(probes) * MT["sessions"] * (MT["turns"] - 1)
+    assert [p.concurrency for p in probes][:1] == [2]
