@@ -130,7 +130,12 @@ class Rollout(_Strict):
 class Review(_Strict):
     """Settings of the quarterly review."""
 
-    regression_threshold: float = Field(default=0.10, ge=0, description="Relative drop flagged as a regression.")
+    regression_threshold: float = Field(
+        default=0.10,
+        ge=0,
+        description="Relative change for the worse flagged as a regression, when the two runs' 95% intervals "
+        "also show it (the change's interval excludes zero); otherwise it is 'within noise'.",
+    )
     current_versions: dict[str, str] = Field(
         default_factory=dict,
         description="Engine versions considered current (by engine name); overrides "

@@ -1,125 +1,36 @@
 """Checklist steps 11-12: the quarterly review against archived runs, trends, and version currency.
 
 ``review`` compares this run's ``summary.json`` with the earlier archived runs of the same workload
-(``helpers.report.index.archived_runs``): engine versions, throughput and TTFT p95 at each configuration's
-representative (tuned) point, $/M output tokens, and the recommendation. A flipped decision, or a
-throughput, TTFT or cost regression larger than ``cfg.review.regression_threshold``, becomes a short
-sentence for the top of the report. ``version_currency`` lists which measured engine versions are
-behind ``cfg.review.current_versions`` (step 12). Trends over time are in ``helpers.review.trend``.
+(``helpers.report.index.archived_runs``): engine versions, and output throughput, TTFT p95 and $/M output
+tokens at each configuration's representative measurement (``helpers.review.snapshot``), and the
+recommendation. A flipped decision becomes a flag for the top of the report, and so does a regression:
+a change worse than ``cfg.review.regression_threshold`` that the two runs' 95% intervals show (the
+interval of the relative change excludes zero; ``helpers.review.significance``). A change beyond the
+threshold that the intervals do not separate from zero is a note, "within noise (±x%)"; one where either
+run's figure has no interval (one sample, an archive from before intervals) is "no interval: not
+judged" and is never a regression. The changes table gives each change with its interval and verdict.
+Representatives of different kinds (a capacity, trials at a fixed load, a grid point) are not compared
+(``not_comparable``). Version currency (step 12) is in ``helpers.review.versions``, trends over time in
+``helpers.review.trend``.
 """
 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
-from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
-from helpers.core.config import Cost, PlaybookConfig
-from helpers.core.errors import PlaybookError
-from helpers.cost.compute import cost_per_million, family_of, price_for
-from helpers.run.summary import EngineSummary, RunSummary, parse_summary
+from helpers.core.config import PlaybookConfig
+from helpers.review.significance import Judgement, has_interval, interval_text, judge
+from helpers.review.snapshot import EngineSnapshot, RunSnapshot, snapshot
+from helpers.run.records import Figure
+from helpers.run.summary import RunSummary
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class EngineSnapshot(_Model):
-    """One configuration of one archived run, at its representative point."""
-
-    label: str
-    engine: str
-    family: str = ""
-    version: str | None = None
-    status: str | None = None
-    representative: str | None = Field(default=None, description="Identity of the representative measurement.")
-    source: str | None = Field(default=None, description="capacity, fixed, grid or none: what kind it is.")
-    concurrency: int | None = None
-    output_tok_s: float | None = None
-    ttft_ms_p95: float | None = None
-    usd_per_mtok: float | None = Field(default=None, description="$/M output tokens at the representative point.")
-    cost_source: str = ""
-
-
-class RunSnapshot(_Model):
-    """What a review needs from one ``summary.json``."""
-
-    run_id: str
-    created_utc: str | None = None
-    workload: str
-    primary: str | None = None
-    backup: str | None = None
-    primary_family: str | None = None
-    engines: list[EngineSnapshot] = Field(default_factory=list)
-
-
-def _price(summary: RunSummary, engine: str, label: str, knobs: dict[str, Any]) -> tuple[float | None, str]:
-    """$/hour of one replica of ``label`` as the archived config priced it (price × tensor-parallel GPUs)."""
-    conf = summary.config or {}
-    try:
-        cost = Cost.model_validate(conf.get("cost") or {})
-        price, source, _ = price_for(engine, SimpleNamespace(cost=cost))  # price_for reads only cfg.cost
-    except (PlaybookError, ValueError) as err:
-        return None, f"no price: {err}"
-    gpus = knobs.get("tensor_parallel")
-    if not gpus:
-        spec = next((e for e in conf.get("engines") or [] if e.get("label") == label), {})
-        gpus = (spec.get("knobs") or {}).get("tensor_parallel") or 1
-    return price * int(gpus), f"computed: {int(gpus)} × {source}"
-
-
-def _as_summary(summary: RunSummary | dict[str, Any]) -> RunSummary:
-    return summary if isinstance(summary, RunSummary) else parse_summary(summary)
-
-
-def _engine_snapshot(summary: RunSummary, e: EngineSummary) -> EngineSnapshot:
-    """One configuration at its representative measurement (the same one every output uses)."""
-    rep = e.representative
-    out = rep.output_tok_s.mean if rep is not None and rep.output_tok_s is not None else None
-    usd, source = e.usd_per_mtok_output, e.cost_source or "summary"
-    if usd is None and out:
-        hourly, source = _price(summary, e.engine, e.label, rep.knobs if rep else {})
-        usd = None if hourly is None else cost_per_million(hourly, out)
-        usd = None if usd is None or math.isnan(usd) else usd
-    elif usd is None:
-        source = "no measured point"
-    return EngineSnapshot(
-        label=e.label,
-        engine=e.engine,
-        family=family_of(e.engine),
-        version=e.version,
-        status=e.status,
-        representative=rep.key if rep is not None else None,
-        source=rep.source if rep is not None else None,
-        concurrency=rep.concurrency if rep is not None else None,
-        output_tok_s=out,
-        ttft_ms_p95=rep.ttft_ms_p95.mean if rep is not None and rep.ttft_ms_p95 is not None else None,
-        usd_per_mtok=usd,
-        cost_source=source,
-    )
-
-
-def snapshot(summary: RunSummary | dict[str, Any]) -> RunSnapshot:
-    """The review's view of one run summary (schema 1 or 2)."""
-    s = _as_summary(summary)
-    rec = s.recommendation
-    engines = [_engine_snapshot(s, e) for e in s.engines]
-    fam = (s.decision or {}).get("primary_family")
-    if not fam and rec.primary:
-        fam = next((e.family for e in engines if e.label == rec.primary), None)
-    return RunSnapshot(
-        run_id=s.run_id,
-        created_utc=s.created_utc,
-        workload=s.workload,
-        primary=rec.primary,
-        backup=rec.backup,
-        primary_family=fam or None,
-        engines=engines,
-    )
 
 
 def _pairs(
@@ -175,11 +86,28 @@ def change_text(change: Any) -> str:
     return f"{float(change):+.1%}"
 
 
+def _change_with_interval(change: Any, low: Any, high: Any) -> str:
+    """``-67.9% (95%: -93% to +340%)``, or the change alone where it has no interval."""
+    text = change_text(change)
+    if text == "–" or low is None or high is None or (isinstance(low, float) and math.isnan(low)):
+        return text
+    return f"{text} (95%: {low:+.0%} to {f'{high:+.0%}' if math.isfinite(high) else '+∞'})"
+
+
 def changes_for_people(df: pd.DataFrame) -> pd.DataFrame:
-    """``ReviewResult.changes()`` with every change column as a percentage (never formatted as money)."""
+    """``ReviewResult.changes()`` for people: each change as a percentage with its 95% interval, then its verdict.
+
+    The interval's bounds are folded into the change's cell; no change column is ever formatted as money.
+    """
     out = df.copy()
-    for col in (c for c in out.columns if str(c).endswith(" change")):
-        out[col] = out[col].map(change_text).astype(object)
+    for col in [c for c in out.columns if str(c).endswith(" change")]:
+        lo, hi = f"{col} low", f"{col} high"
+        if lo in out.columns and hi in out.columns:
+            cells = [_change_with_interval(c, a, b) for c, a, b in zip(out[col], out[lo], out[hi], strict=True)]
+            out[col] = pd.Series(cells, index=out.index, dtype=object)
+            out = out.drop(columns=[lo, hi])
+        else:
+            out[col] = out[col].map(change_text).astype(object)
     return out
 
 
@@ -191,6 +119,37 @@ METRICS: dict[str, tuple[str, bool, str]] = {
 }
 
 
+def judged(before: EngineSnapshot, now: EngineSnapshot, key: str, threshold: float) -> Judgement | None:
+    """The verdict on metric ``key`` between two comparable representatives; None where either has no number."""
+    fb, fn = before.figure(key), now.figure(key)
+    if fb is None or fn is None or fb.mean == 0:
+        return None
+    return judge(fb, fn, METRICS[key][1], threshold)
+
+
+def _without_interval(before: Figure | None, now: Figure | None) -> str:
+    """Which run's figure has no 95% interval, in words."""
+    missing = [w for w, f in (("the earlier run's", before), ("this run's", now)) if not has_interval(f)]
+    if len(missing) == 2:
+        return "neither run's figure has a 95% interval"
+    return f"{missing[0] if missing else 'neither'} figure has no 95% interval"
+
+
+def _interval_cell(f: Figure | None) -> str:
+    """A figure's 95% interval and n for the history table: ``6,251 to 7,197 (n=9)``, ``no interval (n=1)``, ``–``."""
+    if f is None:
+        return "–"
+    if not has_interval(f):
+        return f"no interval (n={f.n})"
+    assert f.low is not None and f.high is not None
+    high = f"{f.high:,.4g}" if math.isfinite(f.high) else "∞"
+    return f"{f.low:,.4g} to {high} (n={f.n})"
+
+
+INTERVAL_COLUMNS = {"capacity": "capacity 95% interval", "output_tok_s": "output tok/s 95% interval",
+                    "ttft_ms_p95": "TTFT p95 95% interval", "usd_per_mtok": "$/M 95% interval"}  # fmt: skip
+
+
 class ReviewResult(_Model):
     """The quarterly review of one run: what changed since the last run of the same workload, and flags."""
 
@@ -200,7 +159,7 @@ class ReviewResult(_Model):
     history: list[RunSnapshot] = Field(default_factory=list, description="Earlier runs, oldest first.")
     threshold: float
     flags: list[str] = Field(default_factory=list, description="Flipped decision and regressions (top of report).")
-    notes: list[str] = Field(default_factory=list, description="Other changes: versions, configurations.")
+    notes: list[str] = Field(default_factory=list, description="Other changes: versions, configurations, noise.")
 
     @property
     def has_history(self) -> bool:
@@ -214,8 +173,11 @@ class ReviewResult(_Model):
     def changes(self) -> pd.DataFrame:
         """One row per configuration: version, throughput, TTFT p95 and $/Mtok, before and now, with changes.
 
-        A change is a fraction (``changes_for_people`` writes it as %); it is None where the two representatives
-        are not comparable (``not_comparable``), and the ``compared`` column says why.
+        A change is a fraction (``changes_for_people`` writes it as %), with the 95% interval of the relative
+        change (``change low``/``change high``; None without an interval on both sides) and a verdict
+        (``helpers.review.significance.judge``: regression, within noise (±x%), no interval: not judged,
+        worse within the threshold, better). All are None where the two representatives are not comparable
+        (``not_comparable``), and the ``compared`` column says why.
         """
         if self.previous is None:
             return pd.DataFrame()
@@ -232,8 +194,12 @@ class ReviewResult(_Model):
             }
             for key, (stem, _, _) in METRICS.items():
                 vb, vn = (getattr(b, key) if b else None), (getattr(n, key) if n else None)
+                j = judged(b, n, key, self.threshold) if b and n and not why else None
                 row[f"{stem} before"], row[f"{stem} now"] = vb, vn
                 row[f"{stem} change"] = None if why else _rel(vb, vn)
+                row[f"{stem} change low"] = j.low if j else None
+                row[f"{stem} change high"] = j.high if j else None
+                row[f"{stem} verdict"] = j.text if j else None
             row["compared"] = f"not comparable: {why}" if why else ("yes" if b and n else "–")
             rows.append(row)
         return pd.DataFrame(rows)
@@ -254,7 +220,13 @@ class ReviewResult(_Model):
         runs = [*self.history, self.current]
         return pd.DataFrame(
             [
-                {"run": r.run_id, "date (UTC)": r.created_utc, "primary": r.primary, **e.model_dump()}
+                {
+                    "run": r.run_id,
+                    "date (UTC)": r.created_utc,
+                    "primary": r.primary,
+                    **e.model_dump(exclude={"figures"}),
+                    **{col: _interval_cell(e.figure(key)) for key, col in INTERVAL_COLUMNS.items()},
+                }
                 for r in runs
                 for e in r.engines
             ]
@@ -292,6 +264,32 @@ def _decision_flags(prev: RunSnapshot, cur: RunSnapshot, since: str) -> tuple[li
     return flags, notes
 
 
+def _change_sentence(
+    b: EngineSnapshot, n: EngineSnapshot, key: str, thr: float, since: str
+) -> tuple[str | None, str | None]:
+    """(flag, note) for one metric of two comparable representatives; (None, None) for nothing to say.
+
+    A regression is a flag; a change beyond the threshold that the intervals do not show is a note (within
+    noise, or not judged).
+    """
+    j = judged(b, n, key, thr)
+    if j is None:
+        return None, None
+    stem, higher_better, fmt = METRICS[key]
+    moved = f"{n.label} {stem} {fmt.format(getattr(b, key))} → {fmt.format(getattr(n, key))} ({j.change:+.0%}"
+    if j.flagged:
+        assert j.low is not None and j.high is not None
+        return f"Regression: {moved}, {interval_text(j.low, j.high)}){since}, beyond the {thr:.0%} threshold.", None
+    if (-j.change if higher_better else j.change) <= thr:
+        return None, None
+    if j.verdict == "not judged":
+        without = _without_interval(b.figure(key), n.figure(key))
+        return None, f"{moved}){since}: no interval: not judged ({without})."
+    if j.verdict == "within noise":
+        return None, f"{moved}){since}: {j.text}, not a regression."
+    return None, None
+
+
 def review(
     current_summary: RunSummary | dict[str, Any], archive: list[RunSummary] | list[dict[str, Any]], cfg: PlaybookConfig
 ) -> ReviewResult:
@@ -319,82 +317,16 @@ def review(
         if why:
             notes.append(f"{n.label}: not compared ({why}); the next review compares like with like.")
             continue
-        for key, (stem, higher_better, fmt) in METRICS.items():
-            vb, vn = getattr(b, key), getattr(n, key)
-            change = _rel(vb, vn)
-            if change is None:
-                continue
-            worse = -change if higher_better else change
-            if worse > thr:
-                flags.append(
-                    f"Regression: {n.label} {stem} {fmt.format(vb)} → {fmt.format(vn)} ({change:+.0%}){since}, "
-                    f"beyond the {thr:.0%} threshold."
-                )
+        for key in METRICS:
+            flag, note = _change_sentence(b, n, key, thr, since)
+            flags += [flag] if flag else []
+            notes += [note] if note else []
         if b.concurrency != n.concurrency and b.concurrency and n.concurrency:
             notes.append(f"{n.label}: representative point moved from concurrency {b.concurrency} to "
                          f"{n.concurrency}; compare the numbers with that in mind.")  # fmt: skip
     if not flags:
-        notes.insert(0, f"No flipped decision and no regression beyond {thr:.0%}{since}.")
+        notes.insert(0, f"No flipped decision and no regression beyond {thr:.0%}{since} that the two runs' 95% "
+                        "intervals show.")  # fmt: skip
     return ReviewResult(
         workload=cur.workload, current=cur, previous=prev, history=history, threshold=thr, flags=flags, notes=notes
     )
-
-
-def _version_key(v: str):
-
-    try:
-        return Version(v.lstrip("v"))
-    except InvalidVersion:
-        return None
-
-
-def version_currency(
-    summary: RunSummary | dict[str, Any], cfg: PlaybookConfig, known: dict[str, Any] | None = None
-) -> pd.DataFrame:
-    """Per measured configuration: its engine version against the latest known one, and whether stale.
-
-    ``known`` is ``helpers.review.versions.latest_versions(cfg)`` (the dated file, the config on top), and
-    the table then names each row's source; without it only ``cfg.review.current_versions`` is used.
-    """
-    if known is None:
-        current = dict(cfg.review.current_versions)
-        sources = dict.fromkeys(current, "review.current_versions in the config")
-    else:
-        current = {k: v.version for k, v in known.items()}
-        sources = {k: v.source_text for k, v in known.items()}
-    rows = []
-    for e in _as_summary(summary).engines:
-        engine, measured = e.engine or "?", e.version
-        latest = current.get(engine)
-        if measured is None:
-            status, note = "unknown", "the run recorded no version"
-        elif latest is None:
-            status, note = "unknown", f"no latest version on record for {engine!r} (engine_versions.yaml)"
-        else:
-            a, b = _version_key(measured), _version_key(latest)
-            if measured == latest or (a is not None and a == b):
-                status, note = "current", ""
-            elif a is not None and b is not None and a > b:
-                status, note = "current", f"newer than the listed {latest}"
-            else:
-                status, note = "stale", f"measured {measured}, current {latest}: re-run before relying on it"
-        rows.append({"label": e.label, "engine": engine, "measured version": measured,
-                     "current version": latest, "status": status, "note": note,
-                     "source": sources.get(engine, "")})  # fmt: skip
-    columns = ["label", "engine", "measured version", "current version", "status", "note", "source"]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def currency_sentences(df: pd.DataFrame) -> list[str]:
-    """Short sentences naming the stale results of a ``version_currency`` table (or saying none is)."""
-    stale = df[df["status"] == "stale"] if not df.empty else df
-    if df.empty:
-        return ["No engine was measured in this run."]
-    if stale.empty:
-        unknown = int((df["status"] == "unknown").sum())
-        tail = f" ({unknown} without a listed current version)" if unknown else ""
-        return [f"No stale results: every measured engine version is current{tail}."]
-    return [
-        f"Stale: {r['label']} was measured on {r['engine']} {r['measured version']}; current is {r['current version']}."
-        for _, r in stale.iterrows()
-    ]

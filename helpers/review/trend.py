@@ -1,6 +1,6 @@
 """Trends for ``reports/index.html``: throughput and $/M output tokens over time, per workload and engine.
 
-Rows come from the same snapshots as the quarterly review (``helpers.review.compare.snapshot``), so the
+Rows come from the same snapshots as the quarterly review (``helpers.review.snapshot.snapshot``), so the
 index and the review agree on every number. ``trend_html`` returns a section with the charts inlined
 as PNG data URIs, so the index stays one self-contained file.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.report.notebook import esc
-from helpers.review.compare import snapshot
+from helpers.review.snapshot import snapshot
 from helpers.run.summary import RunSummary
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from helpers.report.index import archived_runs
 from helpers.report.notebook import Context, say, show_figure, show_table
-from helpers.review.compare import ReviewResult, changes_for_people, currency_sentences, version_currency
+from helpers.review.compare import ReviewResult, changes_for_people
 from helpers.review.compare import review as review_runs
 from helpers.review.records import ReviewRecord
 from helpers.review.trend import trend_figure
-from helpers.review.versions import latest_versions
+from helpers.review.versions import currency_sentences, latest_versions, version_currency
 from helpers.run.summary import build_summary
 
 

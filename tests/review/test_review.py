@@ -8,9 +8,10 @@ import pytest
 from matplotlib.figure import Figure
 
 from helpers.core.config import parse_config
-from helpers.review.compare import currency_sentences as stale_lines
-from helpers.review.compare import review, snapshot, version_currency
+from helpers.review.compare import review, snapshot
 from helpers.review.trend import trend_figure, trend_html, trend_rows
+from helpers.review.versions import currency_sentences as stale_lines
+from helpers.review.versions import version_currency
 
 PRICE = 5.01  # $/GPU-hour in the archived configs
 
@@ -108,7 +109,7 @@ def test_two_runs_name_the_differences():
     assert dt.loc["primary", "before"] == dt.loc["primary", "now"] == "sglang-h100"
 
 
-def test_flipped_decision_and_regression_are_flagged():
+def test_flipped_decision_is_flagged_and_changes_without_an_interval_are_not_judged():
     q2 = summary(
         "2026-04-10-chat",
         "2026-04-10T09:00:00+00:00",
@@ -124,15 +125,22 @@ def test_flipped_decision_and_regression_are_flagged():
     flip = [f for f in r.flags if f.startswith("Decision flipped")]
     assert flip == ["Decision flipped since run 2026-01-10-chat (2026-01-10): primary was sglang-h100, now vllm-h100 "
                     "(sglang → vllm)."]  # fmt: skip
-    regress = [f for f in r.flags if f.startswith("Regression")]
-    assert any("sglang-h100 output throughput 16,200 tok/s → 12,000 tok/s (-26%)" in f for f in regress)
-    assert any("sglang-h100 TTFT p95 800 ms → 1,500 ms (+88%)" in f for f in regress)
-    assert any("sglang-h100 $/M output tokens" in f for f in regress)
-    assert not any("vllm-h100" in f for f in regress)
+    # schema-1 grid points are single samples: no interval, so no change is ever flagged as a regression
+    assert [f for f in r.flags if f.startswith("Regression")] == []
+    since = "since run 2026-01-10-chat (2026-01-10)"
+    assert (f"sglang-h100 output throughput 16,200 tok/s → 12,000 tok/s (-26%) {since}: no interval: not judged "
+            "(neither run's figure has a 95% interval).") in r.notes  # fmt: skip
+    assert any(n.startswith(f"sglang-h100 TTFT p95 800 ms → 1,500 ms (+88%) {since}: no interval") for n in r.notes)
+    assert any(n.startswith("sglang-h100 $/M output tokens") and "not judged" in n for n in r.notes)
+    assert not any(n.startswith("vllm-h100 output throughput") for n in r.notes)  # +4%: better, nothing to say
+    ch = r.changes().set_index("label")
+    assert ch.loc["sglang-h100", "output throughput verdict"] == "no interval: not judged"
+    assert ch.loc["sglang-h100", "output throughput change"] == pytest.approx(12000 / 16200 - 1)
+    assert ch.loc["sglang-h100", "output throughput change low"] is None
     assert "Backup changed since run 2026-01-10-chat (2026-01-10): vllm-h100 → sglang-h100." in r.notes
-    # a looser threshold keeps the flip but drops the regressions below it
+    # a looser threshold keeps the flip and has nothing to say about changes below it
     loose = review(q2, [Q1, q2], cfg(threshold=0.9))
-    assert [f for f in loose.flags if f.startswith("Regression")] == []
+    assert not any("not judged" in n for n in loose.notes)
     assert any(f.startswith("Decision flipped") for f in loose.flags)
 
 

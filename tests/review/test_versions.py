@@ -9,8 +9,7 @@ import pytest
 
 from helpers.core.config import load_config, parse_config
 from helpers.core.errors import ConfigError
-from helpers.review.compare import version_currency
-from helpers.review.versions import CONFIG_SOURCE, latest_versions, load_engine_versions
+from helpers.review.versions import CONFIG_SOURCE, latest_versions, load_engine_versions, version_currency
 
 RUN = Path(__file__).resolve().parents[2] / "reports" / "h200-20261129-chat-8b"
 

@@ -1,0 +1,157 @@
+"""What the quarterly review and the trends read from one ``summary.json``: each configuration's figures.
+
+``snapshot`` takes every configuration's representative (``helpers.run.records.Representative``, the
+same measurement every output uses) and keeps its output throughput, TTFT p95, SLA capacity (when it
+was searched) and $/M output tokens as plain numbers for tables and trends, and in ``figures`` as
+``Figure`` records with their 95% interval and the n behind it, which the review judges changes by
+(``helpers.review.significance``). The $/M figure's interval is the throughput's, inverted: $/M is
+price ÷ throughput, so ``[usd × mean/high, usd × mean/low]`` (unbounded above when the throughput's
+interval reaches zero). Archived runs from before intervals (schema 1, grid points, one trial) have
+figures with n=1 and no bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from helpers.core.config import Cost
+from helpers.core.errors import PlaybookError
+from helpers.cost.compute import cost_per_million, family_of, price_for
+from helpers.review.significance import has_interval
+from helpers.run.records import Figure
+from helpers.run.summary import EngineSummary, RunSummary, parse_summary
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EngineSnapshot(_Model):
+    """One configuration of one archived run, at its representative point."""
+
+    label: str
+    engine: str
+    family: str = ""
+    version: str | None = None
+    status: str | None = None
+    representative: str | None = Field(default=None, description="Identity of the representative measurement.")
+    source: str | None = Field(default=None, description="capacity, fixed, grid or none: what kind it is.")
+    concurrency: int | None = None
+    capacity: float | None = Field(default=None, description="SLA capacity on the search's axis (req/s or streams).")
+    output_tok_s: float | None = None
+    ttft_ms_p95: float | None = None
+    usd_per_mtok: float | None = Field(default=None, description="$/M output tokens at the representative point.")
+    cost_source: str = ""
+    figures: dict[str, Figure] = Field(
+        default_factory=dict,
+        description="output_tok_s, ttft_ms_p95, usd_per_mtok, capacity with their 95% interval and n (where known).",
+    )
+
+    def figure(self, key: str) -> Figure | None:
+        """The figure of ``key`` with its interval, if the representative has one."""
+        return self.figures.get(key)
+
+
+class RunSnapshot(_Model):
+    """What a review needs from one ``summary.json``."""
+
+    run_id: str
+    created_utc: str | None = None
+    workload: str
+    primary: str | None = None
+    backup: str | None = None
+    primary_family: str | None = None
+    engines: list[EngineSnapshot] = Field(default_factory=list)
+
+
+def _price(summary: RunSummary, engine: str, label: str, knobs: dict[str, Any]) -> tuple[float | None, str]:
+    """$/hour of one replica of ``label`` as the archived config priced it (price × tensor-parallel GPUs)."""
+    conf = summary.config or {}
+    try:
+        cost = Cost.model_validate(conf.get("cost") or {})
+        price, source, _ = price_for(engine, SimpleNamespace(cost=cost))  # price_for reads only cfg.cost
+    except (PlaybookError, ValueError) as err:
+        return None, f"no price: {err}"
+    gpus = knobs.get("tensor_parallel")
+    if not gpus:
+        spec = next((e for e in conf.get("engines") or [] if e.get("label") == label), {})
+        gpus = (spec.get("knobs") or {}).get("tensor_parallel") or 1
+    return price * int(gpus), f"computed: {int(gpus)} × {source}"
+
+
+def as_summary(summary: RunSummary | dict[str, Any]) -> RunSummary:
+    """``summary`` as a ``RunSummary`` (a dict is parsed as schema 1 or 2)."""
+    return summary if isinstance(summary, RunSummary) else parse_summary(summary)
+
+
+def usd_figure(usd: float, throughput: Figure | None) -> Figure:
+    """$/M tokens with the throughput's interval, inverted ($/M = price ÷ throughput; see the module)."""
+    if throughput is None or not has_interval(throughput) or throughput.mean <= 0:
+        return Figure(mean=usd, n=throughput.n if throughput is not None else 1)
+    assert throughput.low is not None and throughput.high is not None
+    low = usd * throughput.mean / throughput.high if throughput.high > 0 else 0.0
+    high = usd * throughput.mean / throughput.low if throughput.low > 0 else math.inf
+    return Figure(mean=usd, low=low, high=high, n=throughput.n)
+
+
+def _engine_snapshot(summary: RunSummary, e: EngineSummary) -> EngineSnapshot:
+    """One configuration at its representative measurement (the same one every output uses)."""
+    rep = e.representative
+    out_fig = rep.output_tok_s if rep is not None else None
+    out = out_fig.mean if out_fig is not None else None
+    usd, source = e.usd_per_mtok_output, e.cost_source or "summary"
+    if usd is None and out:
+        hourly, source = _price(summary, e.engine, e.label, rep.knobs if rep else {})
+        usd = None if hourly is None else cost_per_million(hourly, out)
+        usd = None if usd is None or math.isnan(usd) else usd
+    elif usd is None:
+        source = "no measured point"
+    figures = {
+        k: f
+        for k, f in {
+            "output_tok_s": out_fig,
+            "ttft_ms_p95": rep.ttft_ms_p95 if rep is not None else None,
+            "usd_per_mtok": usd_figure(usd, out_fig) if usd is not None else None,
+            "capacity": rep.capacity if rep is not None else None,
+        }.items()
+        if f is not None
+    }
+    return EngineSnapshot(
+        label=e.label,
+        engine=e.engine,
+        family=family_of(e.engine),
+        version=e.version,
+        status=e.status,
+        representative=rep.key if rep is not None else None,
+        source=rep.source if rep is not None else None,
+        concurrency=rep.concurrency if rep is not None else None,
+        capacity=rep.capacity.mean if rep is not None and rep.capacity is not None else None,
+        output_tok_s=out,
+        ttft_ms_p95=rep.ttft_ms_p95.mean if rep is not None and rep.ttft_ms_p95 is not None else None,
+        usd_per_mtok=usd,
+        cost_source=source,
+        figures=figures,
+    )
+
+
+def snapshot(summary: RunSummary | dict[str, Any]) -> RunSnapshot:
+    """The review's view of one run summary (schema 1 or 2)."""
+    s = as_summary(summary)
+    rec = s.recommendation
+    engines = [_engine_snapshot(s, e) for e in s.engines]
+    fam = (s.decision or {}).get("primary_family")
+    if not fam and rec.primary:
+        fam = next((e.family for e in engines if e.label == rec.primary), None)
+    return RunSnapshot(
+        run_id=s.run_id,
+        created_utc=s.created_utc,
+        workload=s.workload,
+        primary=rec.primary,
+        backup=rec.backup,
+        primary_family=fam or None,
+        engines=engines,
+    )
