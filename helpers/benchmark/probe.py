@@ -114,6 +114,10 @@ class CapacityResult(_Record):
     tolerance: float
 
 
+PLAUSIBLE_SHARE = 1.2
+"""A served share read above this is an artefact (a batch finishing at once), not a reading: the steady window's
+rate is used instead."""
+
 SERVED = "served"
 """The name of the served-share criterion among a probe's margins."""
 
@@ -160,7 +164,13 @@ def _served(
 
     False when it found the load not sustained without a size (no served rate could be read).
     """
-    if m.served_ratio is not None:
+    if m.requests and m.offered_rate and m.steady_window_s is not None and m.steady_window_s <= 0:
+        unsustained.append(
+            f"no request finished before the last was sent ({max(0.0, m.steady_window_s):,.1f} s from first "
+            "finish to last send): the engine held the whole probe, or the probe is shorter than one latency"
+        )
+        return False
+    if m.served_ratio is not None and m.served_ratio <= PLAUSIBLE_SHARE:
         floor = keep_up_floor(min_sustained_ratio, m.served_ratio, m.served_ratio_low)
         text = f"served {m.served_ratio:.0%} of the offered rate (finish against send times)"
         (oks if m.served_ratio >= floor else unsustained).append(

@@ -94,7 +94,7 @@ def verdict_headline(verdict: dict[str, Any]) -> str:
         return f"equivalent (±{verdict.get('margin_pct', 5):g}%)"
     if kind == "not_conclusive":
         return "not conclusive"
-    return str(verdict.get("decided_by") or "nothing measured")
+    return str(verdict.get("decided_by") or "as archived (a run made before the three verdicts)")
 
 
 def _deciding_rows(summary: RunSummary) -> list[tuple[str, str, str, str]]:

@@ -1,50 +1,10 @@
-"""Where the trials start: one step below a capacity whose probe passed close to the TTFT limit; and, with
-the search disabled, at which fixed load they run and how their record is rebuilt from stored trials."""
-
-from types import SimpleNamespace
+"""With the search disabled: at which fixed load the trials run, how their record is rebuilt from stored trials,
+and that a trial that did not keep up stays out of every interval."""
 
 from helpers.benchmark.evidence import fixed_concurrency, fixed_load_summary, load_axis
 from helpers.benchmark.sla import representative
-from helpers.benchmark.trials import close_pass, step_down
 from helpers.core.config import parse_config
-from helpers.run.records import CapacitySummary, EngineResult, Point
-
-
-def run_with(margin: float | None = None):
-    search = {"axis": "concurrency"} | ({"trial_margin": margin} if margin is not None else {})
-    cfg = parse_config(
-        {
-            "name": "margin",
-            "model": {"path": "tiny-llama"},
-            "engines": [{"label": "e", "engine": "vllm-cpu", "launcher": {"kind": "python", "python": "python3"}}],
-            "sla": {"ttft_p95_ms": 2000},
-            "evidence": {"search": search},
-        }
-    )
-    return SimpleNamespace(cfg=cfg)
-
-
-def cap(load: float, ttft_ms: float, axis: str = "concurrency") -> CapacitySummary:
-    probes = [{"load": load / 2, "ttft_p95_ms": 400.0}, {"load": load, "ttft_p95_ms": ttft_ms}]
-    return CapacitySummary(axis=axis, capacity=load, tolerance=0.05, probes=probes)
-
-
-def test_a_pass_by_a_hair_starts_the_trials_one_stream_below():
-    c = cap(8, 1900)
-    why = close_pass(run_with(), c)
-    assert why is not None and "within 10% of the TTFT limit (1,900 of 2,000 ms)" in why
-    assert step_down(8, c) == 7
-
-
-def test_a_clear_pass_keeps_the_trials_at_the_capacity():
-    assert close_pass(run_with(), cap(8, 1799)) is None
-    assert close_pass(run_with(margin=0.0), cap(8, 1999)) is None  # the rule can be switched off
-
-
-def test_no_step_below_one_stream_and_the_rate_axis_steps_by_the_tolerance():
-    assert close_pass(run_with(), cap(1, 1950)) is None  # one stream is the floor: nothing lower to try
-    rate = cap(20.0, 1950, axis="rate")
-    assert close_pass(run_with(), rate) is not None and step_down(20.0, rate) == 20.0 * 0.95
+from helpers.run.records import EngineResult, Point
 
 
 def fixed_cfg(trials: dict | None = None, **workload):
@@ -89,3 +49,14 @@ def test_the_fixed_load_summary_is_rebuilt_from_the_trials_stored_at_that_load()
     # only grid points, or trials at another load than the configured one: no fixed-load record
     assert fixed_load_summary(EngineResult(label="e", engine="vllm-cpu", points=[point(1), point(8)]), cfg) is None
     assert fixed_load_summary(r, fixed_cfg({"fixed_concurrency": 4})) is None
+
+
+def test_a_trial_that_did_not_keep_up_is_left_out_of_the_interval():
+    cfg = fixed_cfg({"fixed_concurrency": 8})
+    trials = [point(8, "trial", i, tok) for i, tok in enumerate((95.0, 100.0, 105.0, 20.0))]
+    trials[3].errors, trials[3].probe = 10, {"load": 8, "ttft_p95_ms": 500.0, "requests": 20, "sustained": True,
+                                              "meets_sla": False, "why": "errors", "errors_ok": False}  # fmt: skip
+    r = EngineResult(label="e", engine="vllm-cpu", points=[point(8), *trials])
+    r.capacity = fixed_load_summary(r, cfg)
+    rep = representative(r, cfg)
+    assert rep.output_tok_s.n == 3 and rep.output_tok_s.mean == 100.0  # the fourth fell behind: not averaged in

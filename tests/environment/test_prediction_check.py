@@ -1,7 +1,5 @@
 """Predicted beside measured capacity in a run folder, and the prediction the capacity search starts from."""
 
-from types import SimpleNamespace
-
 import pytest
 
 from helpers.core.config import load_config
@@ -16,7 +14,7 @@ from helpers.environment.prediction_check import (
 )
 from helpers.model.gpu_specs import gpu_spec
 from helpers.run.folder import RunFolder
-from helpers.run.records import CapacitySummary, EngineResult, save_engine_result
+from helpers.run.records import CapacityEstimate, CapacitySummary, EngineResult, save_engine_result
 
 TABLE = CalibrationTable(
     as_of="2026-12-03", source="test",
@@ -52,10 +50,12 @@ def test_predicted_over_measured_with_the_search_bracket(run):
 
 
 def test_a_capacity_interval_is_preferred_to_the_bracket():
-    cap = SimpleNamespace(searched=True, capacity=10.0, capacity_low=9.0, capacity_high=11.5, bracket_low=10.0,
-                          bracket_high=20.0, axis="rate", converged=True)  # fmt: skip
-    m = measured_capacity(EngineResult.model_construct(label="x", engine="vllm", capacity=cap))
-    assert (m.low, m.high, m.interval) == (9.0, 11.5, "capacity interval")
+    est = CapacityEstimate(status="estimated", value=10.0, low=9.0, high=11.5)
+    cap = CapacitySummary(capacity=10.0, bracket_low=10.0, bracket_high=20.0, converged=True, estimate=est)
+    m = measured_capacity(EngineResult(label="x", engine="vllm", capacity=cap))
+    assert (m.low, m.high, m.interval) == (9.0, 11.5, "capacity interval (95%)")
+    cap.estimate = None  # a record made before estimates: the search's bracket
+    assert measured_capacity(EngineResult(label="x", engine="vllm", capacity=cap)).interval == "search bracket"
     unsearched = CapacitySummary(searched=False, capacity=None, trial_load=32)
     assert measured_capacity(EngineResult(label="x", engine="vllm", capacity=unsearched)) is None
 

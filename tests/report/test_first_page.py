@@ -30,7 +30,11 @@ def summary(contradiction=None):
             "decision": {
                 "contradiction": contradiction,
                 "warnings": [],
-                "verdict": {"text": "`a` and `b` are a tie within noise (±4.0%, 3 and 3 trials)"},
+                "verdict": {
+                    "verdict": "equivalent",
+                    "margin_pct": 5.0,
+                    "text": "`a` and `b` are equivalent within ±5%",
+                },
             },  # fmt: skip
             "config": {
                 "sla": {"ttft_p95_ms": 2000},
@@ -44,7 +48,7 @@ def test_first_page_leads_with_the_contradiction_and_writes_plain_escaped_text()
     html = first_page_html(summary("The measurements contradict the seed's decision tree: it points to vLLM, but X."))
     assert html.index("contradict the seed") < html.index("Use a as the primary engine.")
     assert "`" not in html and XSS not in html and "&lt;img src=x" in html
-    assert "Confidence:" in html and "tie within noise (±4.0%" in html
+    assert "Verdict: equivalent (±5%)." in html and "a and b are equivalent within ±5%" in html
     assert "data:image/png;base64," in html  # the trade-off chart
     assert "1,000 ± 50 (n=3) output tok/s" in html and "$0.500 per M output tokens" in html
     assert "Dummy (random) weights" in html  # what was not measured
@@ -52,3 +56,13 @@ def test_first_page_leads_with_the_contradiction_and_writes_plain_escaped_text()
 
 def test_no_contradiction_no_warning_line():
     assert "contradict" not in first_page_html(summary())
+
+
+def test_a_verdict_that_is_not_conclusive_is_the_first_line_of_the_page():
+    s = summary(None)
+    s.decision["verdict"] = {"verdict": "not_conclusive", "text": "`a` against `b` is not conclusive: 6 more probes"}
+    html = first_page_html(s)
+    assert html.startswith("<p class='pb-warn'><b>Verdict: not conclusive.</b> a against b is not conclusive")
+    s.decision["verdict"] = {"verdict": "measured", "difference_pct": 12.0, "low_pct": 6.1, "high_pct": 18.3}
+    s.decision["verdict"]["text"] = "`a` serves 12.0% more"
+    assert "Verdict: measured, +12.0% [+6.1%, +18.3%]." in first_page_html(s)
