@@ -1,7 +1,7 @@
 """Continuous against static batching on one engine (seed 000's appendix: continuous batching gains 3-10×).
 
 An optional phase of step 5 (``batching.enabled``), on the configurations ``batching.configurations`` names
-(default: the first), on the running engine after its capacity trials. Both sides send the same number of
+(default: the first), on the running engine after its capacity search. Both sides send the same number of
 requests with the same prompt and output lengths at the same concurrency ``c``:
 
 * static: ``batching.waves`` waves of ``c`` requests sent together; the next wave starts when the slowest

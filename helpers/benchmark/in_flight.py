@@ -20,7 +20,7 @@ from helpers.run.records import EngineResult
 
 @dataclass(frozen=True)
 class InFlight:
-    """Requests one replica held during the standing trials: running (in the batch) and waiting, means."""
+    """Requests one replica held during its standing measurements: running (in the batch) and waiting, means."""
 
     label: str
     running: float
@@ -38,13 +38,13 @@ class InFlight:
         """In words, e.g. ``62 running + 0 waiting on average over 2 trial(s) (peak 122 running; engine metrics)``."""
         peak = f"peak {self.running_max:,.0f} running; " if self.running_max is not None else ""
         return (
-            f"{self.running:,.0f} running + {self.waiting:,.0f} waiting on average over {self.trials} trial(s) "
+            f"{self.running:,.0f} running + {self.waiting:,.0f} waiting on average over {self.trials} probe(s) or trial(s) "
             f"of {self.label} ({peak}{self.source})"
         )
 
 
 def in_flight(result: EngineResult | None) -> InFlight | None:
-    """The requests ``result``'s engine held during its standing trials; None without trials."""
+    """The requests ``result``'s engine held during its standing measurements (``sla.standing_points``); None without."""
     if result is None:
         return None
     trials = standing_points(result)

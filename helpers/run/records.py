@@ -282,7 +282,7 @@ class CapacityEstimate(_Record):
 
 
 class CapacitySummary(_Record):
-    """The SLA capacity search of one configuration (``helpers.benchmark.capacity``) and its trials."""
+    """The SLA capacity search of one configuration (``helpers.benchmark.edge_search``), or its fixed-load trials."""
 
     axis: Literal["rate", "concurrency"] = "rate"
     searched: bool = Field(
