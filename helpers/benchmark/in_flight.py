@@ -38,13 +38,13 @@ class InFlight:
         """In words, e.g. ``62 running + 0 waiting on average over 2 trial(s) (peak 122 running; engine metrics)``."""
         peak = f"peak {self.running_max:,.0f} running; " if self.running_max is not None else ""
         return (
-            f"{self.running:,.0f} running + {self.waiting:,.0f} waiting on average over {self.trials} probe(s) or trial(s) "
+            f"{self.running:,.0f} running + {self.waiting:,.0f} waiting on average over {self.trials} measurement(s) "
             f"of {self.label} ({peak}{self.source})"
         )
 
 
 def in_flight(result: EngineResult | None) -> InFlight | None:
-    """The requests ``result``'s engine held during its standing measurements (``sla.standing_points``); None without."""
+    """The requests ``result``'s engine held during its standing measurements (``sla.standing_points``), or None."""
     if result is None:
         return None
     trials = standing_points(result)

@@ -134,7 +134,7 @@ def departures(
             report=f"{key} = {'–' if value is None else f'{value:,.0f}'}: {words}",
             why="what one replica really held at its SLA capacity in step 5"
             if measured
-            else "no capacity probes or trials with the engine's running/queue gauges in this run, so step 1's figure stands",
+            else "no capacity probes or trials with the engine's running/queue gauges here, so step 1's figure stands",
         ),
         Departure(
             topic="measured cost and SLA in the score",
