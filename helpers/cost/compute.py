@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from helpers.benchmark.sla import grid_points, meets_sla, representative, sla_share
+from helpers.benchmark.sla import grid_points, meets_sla, representative, settle_estimates, sla_share
 from helpers.core.config import PlaybookConfig
 from helpers.core.errors import ConfigError
 from helpers.core.text import knob_text
@@ -95,7 +95,7 @@ def cost_table(results: list[EngineResult], cfg: PlaybookConfig) -> pd.DataFrame
     """
     prices = load_gpu_prices() if cfg.cost.gpu_price_per_hour is None else {}
     rows: list[dict[str, Any]] = []
-    for r in results:
+    for r in settle_estimates(results, cfg):
         price, source, priced_as = price_for(r.engine, cfg, prices)
         base = {"label": r.label, "engine": r.engine, "family": family_of(r.engine), "status": r.status}
         if not r.points:
@@ -260,7 +260,7 @@ def fleet_and_tco(results: list[EngineResult], cfg: PlaybookConfig, profile: Any
     """
     facts = load_engine_facts()
     demand = traffic_demand(cfg, profile)
-    by_label = {r.label: r for r in results}
+    by_label = {r.label: r for r in settle_estimates(results, cfg)}
     rebuilds = cfg.cadence.updates_per_month * cfg.cadence.concurrent_models
     cold = _measured_cold_starts(results)
     rows = []

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.benchmark.quality_phase import QualityGate
+from helpers.benchmark.sla import settle_estimates
 from helpers.core.config import PlaybookConfig
 from helpers.cost.break_even import break_even
 from helpers.cost.compute import fleet_and_tco
@@ -29,6 +30,7 @@ def decide(
     decision quotes exactly the numbers step 6 shows; without it (tests, tools) they are computed here
     by the same functions. A configuration that failed step 5's quality gate (``quality``) is not eligible.
     """
+    settle_estimates(results, cfg)
     steps = run_tree(cfg, profile, results)
     family, end = tree_verdict(steps)
     if cost is not None:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from helpers.benchmark.sla import Representative, representative
+from helpers.benchmark.sla import Representative, representative, settle_estimates
 from helpers.core.config import EngineSpec, Knobs, PlaybookConfig
 from helpers.core.errors import PlaybookError
 from helpers.engines import EngineAdapter, get_engine
@@ -91,7 +91,7 @@ def choose(cfg: PlaybookConfig, decision: DecisionResult, results: list[EngineRe
             f"engine {spec.engine!r} of {spec.label!r} is not started by the playbook (no module, no image): "
             "it cannot be deployed from here"
         )
-    result = next((r for r in results if r.label == spec.label), None)
+    result = next((r for r in settle_estimates(results, cfg) if r.label == spec.label), None)
     tuned, applied = apply_tuned(spec, result.tuned_knobs if result else None)
     rep = representative(result, cfg) if result is not None else None
     notes: list[str] = []

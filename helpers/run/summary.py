@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from helpers import __version__
 from helpers.benchmark.roofline import ratio_text
-from helpers.benchmark.sla import Representative, representatives
+from helpers.benchmark.sla import Representative, representatives, settle_estimates
 from helpers.core.config import PlaybookConfig, public_dict
 from helpers.core.errors import PlaybookError
 from helpers.core.secrets import known_secrets, redact_data
@@ -177,7 +177,7 @@ def _gate(quality: dict[str, Any] | None, label: str) -> str | None:
 def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
     """Gather the run's records into one ``RunSummary`` (secrets redacted)."""
     folder = RunFolder(run_dir)
-    results = folder.engine_results()
+    results = settle_estimates(folder.engine_results(), cfg)
     reps = representatives(results, cfg)
     decision = _read_json(folder, "decision.json") or {}
     run_info = _read_json(folder, "run.json") or {}

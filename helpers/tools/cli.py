@@ -7,10 +7,12 @@ import json
 import os
 import signal
 import sys
+from pathlib import Path
 
 from helpers.benchmark.run import FROM_POINTS_ENV
 from helpers.core.config import load_config
 from helpers.core.errors import PlaybookError
+from helpers.core.paths import REPORTS_DIR
 from helpers.model.random_weights import SHARD_BYTES, write_random_weights
 from helpers.tools.batch.run import add_batch_arguments, batch_command
 from helpers.tools.bundle import add_bundle_arguments, bundle_command
@@ -37,9 +39,11 @@ def _run(args: argparse.Namespace) -> int:
                 "the preflight check failed (✗ above): nothing was started; fix it, or run with --no-check"
             )
         checked = report.text()
+    where = {"reports_dir": Path(args.reports_dir)} if args.reports_dir else {}
     report = run_playbook(
         args.config,
         run_id=args.run_id,
+        **where,
         only=args.only or None,
         log_output=not args.quiet,
         engines=args.engines,
@@ -81,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run the notebooks end to end and write the HTML report")
     r.add_argument("config", help="workload config YAML (e.g. playbook/workloads/default.yaml)")
     r.add_argument("--run-id", help="reuse a run folder under reports/ (resumes measured points)")
+    r.add_argument(
+        "--reports-dir", help=f"where run folders are written (default: {REPORTS_DIR.name}/ of the repository)"
+    )
     r.add_argument("--only", nargs="*", help="run only these notebooks (e.g. 03_benchmark)")
     r.add_argument("--quiet", action="store_true", help="do not show step 5's progress bar and notes")
     r.add_argument("--engines", nargs="+", metavar="LABEL", help="run only these engine configurations (labels)")

@@ -32,6 +32,7 @@ XSS_ESC = "&lt;script&gt;alert(1)&lt;/script&gt;"
 RUN_ID = "e2e-run"
 CONCURRENCY = [1, 4]
 REQUESTS = 8
+EDGE_ROUNDS = 2
 GOOD_ON = f"cache-on {XSS}"
 GOOD_OFF = "cache-off"
 BAD = "bad-flag"
@@ -82,10 +83,17 @@ CONFIG = {
         "target_concurrency": 4,
     },
     "sla": {"ttft_p95_ms": 5000},
-    # a short capacity search and three trials per engine: the evidence path end to end on a real engine
+    # a short capacity search (3 coarse probes, then 1-2 edge rounds of two probes each, on the same streams for
+    # both configurations) per engine: the evidence path end to end on a real engine
     "evidence": {
-        "search": {"probe_seconds": 3, "max_probes": 3, "tolerance": 0.3, "min_requests": 12},
-        "trials": {"min_trials": 3, "max_trials": 3, "warmup_requests": 2},
+        "search": {
+            "probe_seconds": 3,
+            "max_probes": 3,
+            "tolerance": 0.3,
+            "min_requests": 12,
+            "edge_rounds_min": 1,
+            "edge_rounds_max": EDGE_ROUNDS,
+        },
     },
     "cost": {"gpu": "cpu-2core"},
 }
@@ -245,18 +253,19 @@ def test_the_console_shows_a_line_per_unit_with_an_eta_up_to_100_percent(run):
     first, last = lines[0], lines[-1]
     assert first.group(4).startswith("planned ") and "; ETA " in first.group(4)
     planned = int(first.group(2))
-    assert planned == 3 * (1 + len(CONCURRENCY) + 3 + 3)  # cold start, sweep, 3 probes, 3 trials per configuration
-    # every line but the last carries an ETA (a unit that joins the total, e.g. a step-down trial, has no message)
+    # per configuration: cold start, sweep, 3 coarse probes, two probes per edge round
+    assert planned == 3 * (1 + len(CONCURRENCY) + 3 + 2 * EDGE_ROUNDS)
+    # every line but the last carries an ETA (a unit that joins the total, e.g. a probe measured again, has no message)
     assert all(re.search(r"(^|; )ETA \d", m.group(4)) for m in lines[:-1])
     assert last.group(4).startswith("measurements done in") and last.group(3) == "100"
     assert last.group(1) == last.group(2)
     for label in (GOOD_ON, GOOD_OFF):
         assert any(m.group(4).startswith(f"{label}: cold start done in") for m in lines)
         assert any(m.group(4).startswith(f"{label}: capacity probe 1 done in") for m in lines)
-    assert any(": trial 1 done in" in m.group(4) for m in lines)
-    # the engine that cannot start spent its cold start; its other 9 units will not run and leave the total
+    assert any(re.search(r": capacity probe \d+ \(edge\) done in", m.group(4)) for m in lines)
+    # the engine that cannot start spent its cold start; its other units will not run and leave the total
     assert any(m.group(4).startswith(f"{BAD}: cold start done in") for m in lines)
-    assert any(f"{BAD}: 8 planned units not needed" in m.group(4) for m in lines)
+    assert any(f"{BAD}: {len(CONCURRENCY) + 3 + 2 * EDGE_ROUNDS} planned units not needed" in m.group(4) for m in lines)
 
 
 def test_the_known_noise_stays_out_of_the_console(run):
@@ -271,7 +280,8 @@ def test_the_known_noise_stays_out_of_the_console(run):
 def test_rerun_with_the_same_id_resumes(run):
     points = sorted((run.dir / "points").rglob("*.json"))
     assert len([p for p in points if p.name.startswith("sweep-")]) == 2 * len(CONCURRENCY)
-    assert any(p.name.startswith("search-") for p in points) and any(p.name.startswith("trial-") for p in points)
+    assert any(re.match(r"search-(p\d+-)?c", p.name) for p in points)  # coarse probes
+    assert any(re.match(r"search-e\d+-(lo|hi)-c", p.name) for p in points)  # edge rounds
     logs = {p: p.stat().st_mtime_ns for p in (run.dir / "logs").glob("*.log") if not p.name.startswith(BAD)}
     before = {p: p.stat().st_mtime_ns for p in points}
     t0 = time.monotonic()

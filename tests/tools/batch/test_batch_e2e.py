@@ -274,8 +274,8 @@ def _check_batch(reports: Path, rec: dict) -> None:
         summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
         assert summary["recommendation"]["primary"] == "vllm-cpu"
         (engine,) = summary["engines"]
-        rep = engine["representative"]  # the cell's $/M output tokens are those of its trial at the SLA capacity
-        assert rep["source"] == "capacity" and rep["phase"] == "trial", rep
+        rep = engine["representative"]  # the cell's $/M output tokens are those of its searched SLA capacity
+        assert rep["source"] == "capacity" and rep["phase"] == "search", rep
         assert engine["usd_per_mtok_output"] == c["usd_per_mtok"] and rep["output_tok_s"]["mean"] == c["output_tok_s"]
         assert sorted(p["concurrency"] for p in summary["points"] if p["phase"] == "sweep") == [1]
         assert len(list((run / "notebooks").glob("*.ipynb"))) == 7
