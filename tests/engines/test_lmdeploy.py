@@ -409,3 +409,17 @@ def test_dummy_weights_refusal_points_at_the_random_weights_step():
         2.0,
         "auto",
     )
+
+
+def test_turbomind_on_random_weights_with_its_cache_share(tmp_path, monkeypatch):
+    """TurboMind reads the same random-weight folder as PyTorch; the KV share is --cache-max-entry-count."""
+    monkeypatch.setattr(rw, "SHM_ROOT", tmp_path / "shm")
+    (tmp_path / "shm").mkdir()
+    knobs = {"memory_fraction": 0.8, "max_model_len": 4096, "max_num_seqs": 128, "prefix_caching": True}
+    cmd, env = build(config(knobs, engine_options={"backend": "turbomind", "weights": "random"}), tmp_path)
+    weights = tmp_path / "shm" / f"tiny-llama-{rw.config_hash(MODEL_DIR)}"
+    assert cmd[3:] == ["serve", "api_server", str(weights), "--server-name", "127.0.0.1", "--server-port", "8123",
+                       "--backend", "turbomind", "--model-name", "tiny", "--log-level", "INFO", "--max-log-len", "0",
+                       "--max-batch-size", "128", "--enable-prefix-caching", "--cache-max-entry-count", "0.8",
+                       "--session-len", "4096"]  # fmt: skip
+    assert env["TM_LOG_LEVEL"] == "WARNING"
