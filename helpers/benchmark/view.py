@@ -7,6 +7,8 @@ import pandas as pd
 from helpers.benchmark import plots
 from helpers.benchmark.batching import batching_table
 from helpers.benchmark.claims import claims_table
+from helpers.benchmark.engine_table import TITLE as ENGINE_TABLE_TITLE
+from helpers.benchmark.engine_table import engine_table
 from helpers.benchmark.plan import target_concurrency
 from helpers.benchmark.quality_phase import QualityGate, judge_gate
 from helpers.benchmark.run import run_benchmarks
@@ -248,6 +250,7 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     gpu = run_gpu_spec(ctx)
     claims = claims_table(results, ctx.cfg, gpu.name if gpu else None)
     show_table(claims, "The seeds' claims beside this run's measurements (under the seed's conditions, or why not)")
+    show_table(engine_table(results, ctx.cfg, gpu.name if gpu else None), ENGINE_TABLE_TITLE)
     reps = representatives(results, ctx.cfg)
     rows = [
         {

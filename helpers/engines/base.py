@@ -137,6 +137,14 @@ class EngineAdapter:
         """
         return None
 
+    def start_failure_line(self, log_text: str) -> tuple[str, str] | None:
+        """(what failed, the log line quoted) for a start that died before health, beyond running out of memory.
+
+        Called with the log of that start; e.g. LMDeploy's TurboMind without its CUDA 12 runtime (``libcudart.so.12:
+        cannot open shared object file``). None by default: the row then says only how the process exited.
+        """
+        return None
+
     def version_code(self) -> str:
         """Python source that prints the engine's version when run by its interpreter."""
         pkg = self.package or self.name

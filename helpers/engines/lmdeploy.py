@@ -45,7 +45,15 @@ is held at WARNING (``TM_LOG_LEVEL``), which it would otherwise take from ``--lo
 Fallback: asked for TurboMind where TurboMind cannot run (not built, no CUDA 12 libraries, model not
 supported), LMDeploy logs ``Fallback to pytorch engine because ...`` (``lmdeploy/archs.py``; 0.18.0
 on the H200: ``... because turbomind is not built.``) and serves PyTorch instead of failing;
-``startup_problem`` turns that into a failed row.
+``startup_problem`` turns that into a failed row. In 0.18.0 (read from its wheel) the extension's import
+error is kept, not logged: ``lmdeploy/turbomind/__init__.py`` catches ``ImportError``/``OSError`` of
+``_turbomind`` (whose ELF needs ``libcudart.so.12``, ``libcublas.so.12`` and ``libcublasLt.so.12``), so
+``archs.py`` says "turbomind is not built" for a missing CUDA 12 runtime too. Where TurboMind is built
+without that check (``AsyncEngine._build_turbomind``), the start dies with ``RuntimeError: TurboMind was
+requested but its native module is unavailable.`` raised from the import error (``ImportError:
+libcudart.so.12: cannot open shared object file: No such file or directory``); ``start_failure_line``
+names that, and an unknown ``--backend`` (argparse's ``invalid choice``, reachable through extra_args),
+in the failed row.
 """
 
 from __future__ import annotations
@@ -69,6 +77,19 @@ _FALLBACK = re.compile(r"Fallback to pytorch engine because ([^\n]*)")
 _CACHE_CONFIG = re.compile(r"Building CacheEngine with config:\s*CacheConfig\(([^\n]*)")
 _GPU_BLOCKS = re.compile(r"\bnum_gpu_blocks=(\d+)")
 _BLOCK_SIZE = re.compile(r"\bblock_size=(\d+)")
+CUDA12_LIBRARIES = {
+    "libcudart.so.12": "nvidia-cuda-runtime-cu12",
+    "libcublas.so.12": "nvidia-cublas-cu12",
+    "libcublasLt.so.12": "nvidia-cublas-cu12",
+}
+"""The CUDA 12 libraries ``_turbomind``'s ELF needs (its NEEDED entries in 0.18.0), and the wheels that carry them."""
+TURBOMIND_BUNDLE = "lmdeploy-0.18.0-turbomind-cu12"
+_MISSING_LIBRARY = re.compile(r"(lib[\w+-]+\.so[\w.]*): cannot open shared object file")
+_WRONG_VERSION = re.compile(r"version `([^']+)' not found")
+_NO_TURBOMIND = "TurboMind was requested but its native module is unavailable"
+_BAD_BACKEND = re.compile(r"argument --backend: invalid choice: '?([\w.-]+)'?")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_QUOTE_CHARS = 160
 
 
 class LmdeployAdapter(EngineAdapter):
@@ -215,13 +236,55 @@ class LmdeployAdapter(EngineAdapter):
         blocks, size = (_GPU_BLOCKS.search(found[-1]), _BLOCK_SIZE.search(found[-1])) if found else (None, None)
         return int(blocks.group(1)) * int(size.group(1)) if blocks and size else None
 
+    def start_failure_line(self, log_text: str) -> tuple[str, str] | None:
+        """What stopped a start that died, with its line: TurboMind's CUDA 12 runtime missing, an unknown backend.
+
+        A missing library (``libcudart.so.12: cannot open shared object file``) or one of another CUDA build
+        (``version `libcublas.so.12' not found``) names the library and the wheel that carries it; LMDeploy's
+        ``TurboMind was requested but its native module is unavailable`` without such a line is said as is;
+        argparse's ``argument --backend: invalid choice`` names the backend. None for anything else.
+        """
+        lines = [_ANSI.sub("", raw).strip() for raw in log_text.splitlines()]
+        for line in lines:
+            found = _MISSING_LIBRARY.search(line) or _WRONG_VERSION.search(line)
+            if found:
+                return _library_problem(found.group(1), found.re is _WRONG_VERSION), _quote(line)
+        for line in lines:
+            if _NO_TURBOMIND in line:
+                return f"TurboMind could not be loaded (bundle {TURBOMIND_BUNDLE})", _quote(line)
+        for line in lines:
+            if found := _BAD_BACKEND.search(line):
+                return f"unknown LMDeploy backend {found.group(1)!r} (allowed: {', '.join(BACKENDS)})", _quote(line)
+        return None
+
     def startup_problem(self, log_text: str) -> str | None:
         """A TurboMind run that LMDeploy quietly moved to its PyTorch engine is a failure, with LMDeploy's reason."""
         found = _FALLBACK.search(log_text)
         if not found:
             return None
+        named = self.start_failure_line(log_text)
         return (
             "asked for the TurboMind backend, but LMDeploy fell back to its PyTorch engine "
             f"(its log: 'Fallback to pytorch engine because {found.group(1).strip()}'); not measured as TurboMind. "
             "TurboMind needs libcublas.so.12 and libcudart.so.12 on the library path (bundle lmdeploy-turbomind)"
+            + (f"; the log also says: {named[1]}" if named else "")
         )
+
+
+def _quote(line: str) -> str:
+    """``line`` from its exception name where it has one (``ImportError: ...``), cut to 160 characters."""
+    start = re.search(r"\b[A-Za-z_][\w.]*(?:Error|Exception): ", line)
+    quote = line[start.start() :] if start else line
+    return quote if len(quote) <= _QUOTE_CHARS else quote[: _QUOTE_CHARS - 1].rstrip() + "…"
+
+
+def _library_problem(library: str, wrong_build: bool) -> str:
+    """What a missing (or wrongly built) shared library means for LMDeploy, naming the wheel that carries it."""
+    wheel = CUDA12_LIBRARIES.get(library)
+    if wheel is None:
+        return f"a shared library LMDeploy needs is {'of another build' if wrong_build else 'missing'} ({library})"
+    how = "of another CUDA build (a CUDA 13 host's do not do)" if wrong_build else "missing"
+    return (
+        f"TurboMind's CUDA 12 runtime is {how}: {library} (wheel {wheel}, in bundle {TURBOMIND_BUNDLE}; "
+        "its nvidia/*/lib folders on LD_LIBRARY_PATH)"
+    )

@@ -185,13 +185,16 @@ class ServerHandle:
 
         ``out of GPU memory at start: engine process exited with code 1 before becoming healthy (log:
         torch.OutOfMemoryError: CUDA out of memory. Tried to allocate …)`` when this start's log has a
-        line ``out_of_memory_line`` recognises (``out of memory at start`` for a CPU engine), else
-        ``engine process exited with code N before becoming healthy``.
+        line ``out_of_memory_line`` recognises (``out of memory at start`` for a CPU engine); else what the
+        adapter names (``EngineAdapter.start_failure_line``) in the same form; else ``engine process exited
+        with code N before becoming healthy``.
         """
         reason = f"{self.exit_reason()} before becoming healthy"
-        line = out_of_memory_line(self.log_since_start())
+        log = self.log_since_start()
+        line = out_of_memory_line(log)
         if line is None:
-            return reason
+            named = self.adapter.start_failure_line(log)
+            return f"{named[0]}: {reason} (log: {named[1]})" if named else reason
         what = OUT_OF_MEMORY_AT_START if self.adapter.runs_on_cpu else OUT_OF_GPU_MEMORY_AT_START
         return f"{what}: {reason} (log: {line})"
 

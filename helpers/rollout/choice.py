@@ -1,8 +1,9 @@
 """The configuration to roll out: the decision's primary, with its tuned knobs, measured facts and backup.
 
 Every rollout artifact (launch command, alerts, dashboard, manifests, canary plan) is built from one
-``Chosen``. The benchmark served random weights (``knobs.dummy_weights``); a pilot serves the real
-model, so the chosen spec always has ``dummy_weights`` off.
+``Chosen``. The benchmark may have served placeholder weights (``knobs.dummy_weights``, or a random-weight
+folder through ``engine_options: {weights: random}``, LMDeploy's way); a pilot serves the real model, so the
+chosen spec always has ``dummy_weights`` off and no ``weights: random`` option.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class RolloutError(PlaybookError):
 class Chosen:
     """The configuration to deploy and what the run measured for it."""
 
-    spec: EngineSpec  # the config entry with tuned knobs applied and dummy weights off
+    spec: EngineSpec  # the config entry with tuned knobs applied and real weights (no dummy, no random)
     adapter: EngineAdapter
     workload: str
     served_name: str
@@ -61,11 +62,21 @@ def _knob_fields() -> set[str]:
     return set(Knobs.model_fields)
 
 
+def real_weights_options(options: dict[str, str]) -> dict[str, str]:
+    """``engine_options`` without ``weights: random`` (``config_engines.placeholder_weights``' random folder)."""
+    return {k: v for k, v in options.items() if not (k == "weights" and v == "random")}
+
+
 def apply_tuned(spec: EngineSpec, tuned: dict[str, Any] | None) -> tuple[EngineSpec, dict[str, Any]]:
-    """``spec`` with the tuned knob values (those that are ``Knobs`` fields) applied and dummy weights off."""
+    """``spec`` with the tuned knob values (those that are ``Knobs`` fields) applied and real weights.
+
+    Real weights: dummy weights off and ``engine_options.weights: random`` dropped, so the pilot loads the
+    checkpoint (``spec.placeholder_weights`` is False for the result).
+    """
     applied = {k: v for k, v in (tuned or {}).items() if k in _knob_fields()}
     knobs = Knobs.model_validate({**spec.knobs.model_dump(), **applied, "dummy_weights": False})
-    return spec.model_copy(update={"knobs": knobs}), applied
+    update = {"knobs": knobs, "engine_options": real_weights_options(spec.engine_options)}
+    return spec.model_copy(update=update), applied
 
 
 def _find_spec(cfg: PlaybookConfig, decision: DecisionResult) -> EngineSpec:

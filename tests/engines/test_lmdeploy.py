@@ -19,6 +19,7 @@ from helpers.core.errors import ConfigError, EngineError
 from helpers.core.paths import MODELS_DIR, REPO_ROOT, WORKLOADS_DIR
 from helpers.decision.tree import DISPLAY, FAMILIES, FIT
 from helpers.engines import ENGINES, get_engine
+from helpers.engines.lmdeploy import CUDA12_LIBRARIES
 from helpers.launchers import LAUNCHERS
 from helpers.measure.metrics import parse_page, snapshot, summarize
 from helpers.model import random_weights as rw
@@ -26,6 +27,7 @@ from helpers.model.reference_data import load_engine_facts
 from helpers.tools.bundle.build import _pick_pins, _slim
 from helpers.tools.bundle.spec import DEFAULT_TARGET_FREEZE, find_spec, layer_requirements, read_freeze
 from helpers.tools.cli import build_parser
+from helpers.tools.engine_subset import select_engines
 
 MODEL_DIR = str(MODELS_DIR / "tiny-llama")
 PORT = 8123
@@ -409,3 +411,57 @@ def test_dummy_weights_refusal_points_at_the_random_weights_step():
         2.0,
         "auto",
     )
+
+
+def test_turbomind_on_random_weights_with_its_cache_share(tmp_path, monkeypatch):
+    """TurboMind reads the same random-weight folder as PyTorch; the KV share is --cache-max-entry-count."""
+    monkeypatch.setattr(rw, "SHM_ROOT", tmp_path / "shm")
+    (tmp_path / "shm").mkdir()
+    knobs = {"memory_fraction": 0.8, "max_model_len": 4096, "max_num_seqs": 128, "prefix_caching": True}
+    cmd, env = build(config(knobs, engine_options={"backend": "turbomind", "weights": "random"}), tmp_path)
+    weights = tmp_path / "shm" / f"tiny-llama-{rw.config_hash(MODEL_DIR)}"
+    assert cmd[3:] == ["serve", "api_server", str(weights), "--server-name", "127.0.0.1", "--server-port", "8123",
+                       "--backend", "turbomind", "--model-name", "tiny", "--log-level", "INFO", "--max-log-len", "0",
+                       "--max-batch-size", "128", "--enable-prefix-caching", "--cache-max-entry-count", "0.8",
+                       "--session-len", "4096"]  # fmt: skip
+    assert env["TM_LOG_LEVEL"] == "WARNING"
+
+
+def test_h200_turbomind_config_runs_beside_vllm_and_sglang_from_the_optional_bundle(tmp_path, monkeypatch):
+    monkeypatch.setattr(rw, "SHM_ROOT", tmp_path / "shm")
+    (tmp_path / "shm").mkdir()
+    cfg = load_config(WORKLOADS_DIR / "h200-offline" / "chat-8b-turbomind.yaml")
+    base = load_config(WORKLOADS_DIR / "h200-offline" / "chat-8b.yaml")
+    assert cfg.name == base.name == "chat-8b" and [e.engine for e in cfg.engines] == ["vllm", "sglang", "lmdeploy"]
+    assert (cfg.workload, cfg.evidence, cfg.sla) == (base.workload, base.evidence, base.sla)  # measured alike
+    spec = cfg.engines[2]
+    assert spec.label == "LMDeploy 0.18.0 (TurboMind)" and spec.placeholder_weights
+    cmd, env = LAUNCHERS["python"].build(get_engine("lmdeploy"), spec, cfg.model, PORT, tmp_path)
+    assert cmd[cmd.index("--backend") + 1] == "turbomind" and cmd[cmd.index("--cache-max-entry-count") + 1] == "0.8"
+    assert cmd[5] == str(tmp_path / "shm" / f"llama-3.1-8b-{rw.config_hash(cfg.model.directory)}")
+    tm = find_spec("lmdeploy-turbomind")
+    site = f"/tmp/pb/{tm.name}/site"
+    assert env["PYTHONPATH"].split(":") == [site, "/tmp/pb/lmdeploy-0.18.0/site", "/tmp/pb/vllm-0.26.0/site"]
+    assert env["LD_LIBRARY_PATH"].split(":") == [f"{site}/nvidia/cublas/lib", f"{site}/nvidia/cuda_runtime/lib"]
+    args = build_parser().parse_args(["run", str(WORKLOADS_DIR / "h200-offline" / "chat-8b-turbomind.yaml"),
+                                      "--engines", spec.label])  # fmt: skip
+    assert args.engines == [spec.label] and select_engines(cfg, args.engines).engines == [spec]
+
+
+# The NEEDED entries of lmdeploy-0.18.0-cp312's lmdeploy/turbomind/_turbomind.cpython-312-x86_64-linux-gnu.so
+# (readelf -d; RUNPATH $ORIGIN/lib:$ORIGIN/../../nvidia/{nccl,cuda_runtime,cublas,curand}/lib) that no
+# system package provides: the CUDA 12 ones, and NCCL's (soname libnccl.so.2 in CUDA 12 and 13 alike).
+TURBOMIND_NEEDED = ["libcublas.so.12", "libnccl.so.2", "libturbomind_nccl_stub.so", "libcudart.so.12",
+                    "libcuda.so.1", "libcublasLt.so.12"]  # fmt: skip
+
+
+def test_turbomind_bundle_carries_every_cuda12_library_the_extension_needs():
+    tm = find_spec("lmdeploy-turbomind")
+    pins = {p.split("==")[0]: p.split("==")[1] for p in layer_requirements(tm, tm.layers[0])}
+    cuda12 = [lib for lib in TURBOMIND_NEEDED if lib.endswith(".so.12")]
+    assert sorted(CUDA12_LIBRARIES) == sorted(cuda12)
+    assert {CUDA12_LIBRARIES[lib] for lib in cuda12} == {"nvidia-cuda-runtime-cu12", "nvidia-cublas-cu12"} <= set(pins)
+    assert pins["lmdeploy"] == "0.18.0" and pins["nvidia-cuda-runtime-cu12"].startswith("12.")
+    # curand is on the RUNPATH but not NEEDED; libnccl.so.2 comes with the host's torch (CUDA 13's NCCL wheel);
+    # the driver's libcuda.so.1 is the host's own. lmdeploy declares all three wheels: the bundle leaves them out.
+    assert {"nvidia-curand-cu12", "nvidia-nccl-cu12"} <= set(tm.exclude) and not set(pins) & set(tm.exclude)
