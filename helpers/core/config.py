@@ -39,6 +39,7 @@ from helpers.core.config_workload import (  # noqa: F401
     SLA,
     BatchingTest,
     CapacitySearch,
+    CrossCheck,
     Evidence,
     MultiTurn,
     Replay,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -267,11 +268,57 @@ class Trials(_Strict):
         return self
 
 
+class CrossCheck(_Strict):
+    """The engine's own benchmark client (``vllm bench serve``) at Poisson rates around the playbook's capacity.
+
+    Optional: after a configuration's capacity search, while its engine is up, vLLM's client is run at each
+    of ``rates`` × the capacity estimate for about ``seconds`` of arrivals, with the evidence workload's
+    prompt and output lengths; each rate is judged with the playbook's SLA, and the own-client capacity
+    is set beside the playbook's (``helpers.benchmark.crosscheck``).
+    """
+
+    enabled: bool = Field(default=False, description="Run vLLM's own client after each capacity search.")
+    rates: list[float] = Field(
+        default=[0.9, 1.0, 1.1],
+        min_length=1,
+        description="Request rates as multiples of the capacity estimate (each > 0), one client run each.",
+    )
+    seconds: float = Field(default=30.0, gt=0, description="Arrivals per rate span about this long (s).")
+    python: str | None = Field(
+        default=None,
+        description="Interpreter that has vllm (for vllm bench serve): a path (relative to the repo root) or a name "
+        "on PATH; None: the engine launcher's own interpreter (and its pythonpath).",
+    )
+    pythonpath: list[str] = Field(
+        default_factory=list, description="Folders put first on PYTHONPATH for the client (with python)."
+    )
+
+    @field_validator("rates")
+    @classmethod
+    def _positive_rates(cls, v: list[float]) -> list[float]:
+        bad = [r for r in v if not (r > 0 and math.isfinite(r))]
+        if bad:
+            raise ValueError(
+                f"evidence.crosscheck.rates must all be finite and > 0 (multiples of the capacity); got {bad}"
+            )
+        return sorted(set(v))
+
+    @model_validator(mode="after")
+    def _pythonpath_needs_python(self) -> CrossCheck:
+        if self.pythonpath and self.python is None:
+            raise ValueError("evidence.crosscheck.pythonpath needs evidence.crosscheck.python (the interpreter)")
+        return self
+
+
 class Evidence(_Strict):
     """How the measurements that decide are taken: the capacity search, its edge rounds, and how they compare."""
 
     search: CapacitySearch = Field(default_factory=CapacitySearch)
     trials: Trials = Field(default_factory=Trials)
+    crosscheck: CrossCheck = Field(
+        default_factory=CrossCheck,
+        description="vLLM's own client at rates around each capacity, beside the playbook's (optional).",
+    )
     equivalence_margin: float = Field(
         default=0.05,
         gt=0,
