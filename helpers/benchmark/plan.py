@@ -2,7 +2,7 @@
 
 Per configuration, in the order they run: the cold start, the sweep points, the trace replay, the
 capacity probes (at most ``evidence.search.max_probes`` and two per edge round), the fixed-load trials of a
-run without a search (up to ``evidence.trials.max_trials``),
+run without a search (up to ``evidence.trials.max_trials``), the engine's own client at each cross-check rate,
 the two sides of the batching comparison where asked, and, per tuning value, a cold start and a point.
 Expected seconds come from the config: a load point is its waves of requests (requests ÷ concurrency)
 at a prior request latency, a probe or trial about
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from helpers.benchmark.batching import MODES, batching_concurrency, batching_labels
+from helpers.benchmark.crosscheck import CLIENT, CLIENT_START_S, rate_ident, wanted
 from helpers.benchmark.evidence import load_axis
 from helpers.benchmark.structured_phase import lengths_replay, structured_workloads
 from helpers.core.config import EngineSpec, PlaybookConfig
@@ -126,6 +127,11 @@ def replay_seconds(cfg: PlaybookConfig) -> float:
     return load_seconds(cfg, span * rp.time_scale + request_seconds(cfg))
 
 
+def crosscheck_seconds(cfg: PlaybookConfig) -> float:
+    """Expected seconds of the engine's own client at one rate: its start, the arrivals, then the last answers."""
+    return CLIENT_START_S + cfg.evidence.crosscheck.seconds + request_seconds(cfg)
+
+
 def batching_seconds(cfg: PlaybookConfig, mode: str) -> float:
     """Expected seconds of one side of the batching comparison: a load per static wave, one load continuous."""
     b = cfg.batching
@@ -174,6 +180,9 @@ def engine_units(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path | None = N
         units += [unit("probe", i, f"capacity probe {i + 1}", probe) for i in range(most)]
     elif ev.trials.enabled:
         units += [unit("trial", f"t{i}", f"trial {i + 1}", probe) for i in range(ev.trials.max_trials)]
+    if wanted(cfg):  # the engine's own client at each rate around the capacity
+        for m in ev.crosscheck.rates:
+            units.append(unit("crosscheck", rate_ident(m), f"{CLIENT} at {m:g}× capacity", crosscheck_seconds(cfg)))
     if label in batching_labels(cfg):
         units += [unit("batching", m, f"{m} batching", batching_seconds(cfg, m)) for m in MODES]
     target = target_concurrency(cfg)

@@ -3,10 +3,11 @@
 For each engine: launch it with its launcher, wait for health, time the first completed request
 (cold start), drive each concurrency level with guidellm while scraping ``/metrics`` and NVML,
 replay the trace or multi-turn sessions (``structured_phase``), search the SLA capacity
-(``evidence``), optionally compare continuous with static batching (``batching``), then optionally
-tune its batch size to the SLA, and stop it. Every point is written
-to the run folder as soon as it finishes; a re-run with the same run folder resumes. A failing engine becomes
-a result row with the reason and its log tail, and the next engine still runs.
+(``evidence``), optionally run the engine's own client around it (``crosscheck``), optionally compare
+continuous with static batching (``batching``), then optionally tune its batch size to the SLA, and stop
+it. Every point is written to the run folder as soon as it finishes; a re-run with the same run folder
+resumes. A failing engine becomes a result row with the reason and its log tail, and the next engine still
+runs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 import httpx
 
 from helpers.benchmark.batching import measure_batching
+from helpers.benchmark.crosscheck_phase import measure_crosscheck
+from helpers.benchmark.crosscheck_phase import pending as crosscheck_pending
 from helpers.benchmark.evidence import load_axis, rebuild_from_points
 from helpers.benchmark.plan import StepProgress, planned_points
 from helpers.benchmark.points import first_request, point_from, prepare_dataset
@@ -326,7 +329,9 @@ class EngineRun:
             return None
         return (
             prev
-            if all(p.is_file() for p in planned_points(self.spec, self.cfg, self.run_dir)) and not quality_pending(self)
+            if all(p.is_file() for p in planned_points(self.spec, self.cfg, self.run_dir))
+            and not quality_pending(self)
+            and not crosscheck_pending(self)
             else None
         )
 
@@ -356,7 +361,9 @@ class EngineRun:
                 self.result.points.append(p)
             if not await measure_structured(self):
                 return self.result
-            if not await measure_evidence(self) or not await measure_batching(self):
+            if not await measure_evidence(self) or not await measure_crosscheck(self):
+                return self.result
+            if not await measure_batching(self):
                 return self.result
         except (EngineError, ValueError, OSError) as err:
             self.fail(str(err))

@@ -7,6 +7,7 @@ import pandas as pd
 from helpers.benchmark import plots
 from helpers.benchmark.batching import batching_table
 from helpers.benchmark.claims import claims_table
+from helpers.benchmark.crosscheck import show_crosscheck
 from helpers.benchmark.engine_table import TITLE as ENGINE_TABLE_TITLE
 from helpers.benchmark.engine_table import engine_table
 from helpers.benchmark.plan import target_concurrency
@@ -246,6 +247,7 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
             show_figure(fig)
     show_speculative(ctx.folder.load(SpecComparison), ctx.cfg)
     show_evidence(ctx, results)
+    show_crosscheck(ctx.run_dir, ctx.cfg)
     show_batching(results)
     gpu = run_gpu_spec(ctx)
     claims = claims_table(results, ctx.cfg, gpu.name if gpu else None)

@@ -110,12 +110,19 @@ class Tracker:
     The ETA sums each open unit's expected seconds, refined by what this run measured so far: a cold
     start takes the mean of the cold starts measured, a load unit its expected seconds times the ratio
     measured / expected of the last ``RECENT`` finished units of its group (closed loop: sweep and
-    tuning; open loop: probes and trials; the replay), else of the last finished load units of any
-    group. Kept units (resumed) are done at once and teach nothing. The running unit counts with what
-    is left of its estimate.
+    tuning; open loop: probes and trials; the replay; the engine's own client), else of the last finished
+    load units of any group. Kept units (resumed) are done at once and teach nothing. The running unit
+    counts with what is left of its estimate.
     """
 
-    GROUPS = {"sweep": "closed", "tune": "closed", "probe": "open", "trial": "open", "replay": "replay"}
+    GROUPS = {
+        "sweep": "closed",
+        "tune": "closed",
+        "probe": "open",
+        "trial": "open",
+        "replay": "replay",
+        "crosscheck": "client",  # the engine's own client: its start-up is its own
+    }
     RECENT = 4
     """Load units the ratio looks back on: the machine's pace changes (the first load also imports guidellm)."""
 

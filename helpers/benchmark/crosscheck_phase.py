@@ -1,0 +1,202 @@
+"""Step 5's cross-check while the engine is up: vLLM's own client at each rate, judged, stored (``crosscheck``).
+
+``measure_crosscheck`` runs inside ``EngineRun.run`` after the capacity search: the client's interpreter is
+``evidence.crosscheck.python`` (with its ``pythonpath``), else the engine launcher's own; each rate is one
+``vllm bench serve`` run (``helpers.measure.vllm_bench``) on prompts of the workload's lengths, while the
+server's ``/metrics`` are sampled for its waiting queue. A rate whose raw result was saved before an
+interruption is judged from it, not run again; a stored record is kept whole. The client's failure ends
+the cross-check with a record that says why; only an engine that died fails the configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from helpers.benchmark.crosscheck import (
+    CLIENT,
+    CROSSCHECK_DIR,
+    CrossCheckRecord,
+    RateRun,
+    conclude,
+    judge_rate,
+    load_record,
+    prompts_of,
+    rate_ident,
+    record_path,
+    wanted,
+)
+from helpers.benchmark.points import prepare_dataset
+from helpers.benchmark.sla import from_capacity
+from helpers.core.config import LauncherSpec
+from helpers.core.paths import repo_relative, resolve_repo_path
+from helpers.launchers.python import interpreter
+from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
+from helpers.measure.vllm_bench import BenchRun, bench_args, client_env, run_vllm_bench, version_of
+from helpers.run.records import fmt_load, write_json_atomic
+
+if TYPE_CHECKING:
+    from helpers.benchmark.run import EngineRun
+
+
+def pending(run: EngineRun) -> bool:
+    """Whether this configuration still owes its cross-check (so a stored result is not complete)."""
+    return wanted(run.cfg) and not record_path(run.run_dir, run.spec.label).is_file()
+
+
+def _client(run: EngineRun) -> tuple[Path | None, list[str], str | None]:
+    """The client's interpreter and its PYTHONPATH folders: configured, else the engine launcher's; or why none."""
+    cc, launcher = run.cfg.evidence.crosscheck, run.spec.launcher
+    if cc.python is not None:
+        spec = LauncherSpec(python=cc.python, pythonpath=cc.pythonpath)
+    elif launcher.kind == "python":
+        spec = launcher
+    else:
+        why = f"the engine's launcher is {launcher.kind}, not python: name evidence.crosscheck.python"
+        return None, [], why
+    return interpreter(spec), [str(resolve_repo_path(p)) for p in spec.pythonpath], None
+
+
+def _archive(path: Path) -> Path:
+    """Keep the client's raw result gzipped (per-request figures are large); returns the archive."""
+    gz = path.with_name(path.name + ".gz")
+    with gzip.open(gz, "wt", encoding="utf-8") as f:
+        f.write(path.read_text(encoding="utf-8"))
+    path.unlink()
+    return gz
+
+
+def _stored_raw(gz: Path, rate: float) -> dict | None:
+    """A raw result saved before an interruption, if it ran at ``rate``."""
+    try:
+        with gzip.open(gz, "rt", encoding="utf-8") as f:
+            raw = json.load(f)
+    except (OSError, ValueError):
+        return None
+    asked = raw.get("request_rate")
+    return raw if isinstance(asked, (int, float)) and math.isclose(asked, rate, rel_tol=1e-4) else None
+
+
+def _queue(run: EngineRun) -> MetricsSampler | None:
+    """A sampler of the server's ``/metrics`` (its waiting queue), started; None when it cannot start."""
+    if run.handle is None:
+        return None
+    path, page_format, names = run.adapter.sampling()
+    url = run.handle.base_url + path
+    return MetricsSampler(url, names, parse=PAGE_FORMATS[page_format], headers=run.handle.headers).start()
+
+
+async def _one_rate(run: EngineRun, rr: RateRun, python: Path, env: dict, folder: Path) -> tuple[RateRun, BenchRun]:
+    """One client run at ``rr.rate`` (or its raw result stored earlier), judged."""
+    tag = rate_ident(rr.multiple)
+    name = f"vllm-bench-{tag}.json"
+    gz, log = folder / (name + ".gz"), folder / f"vllm-bench-{tag}.log"
+    rel = {
+        "raw_file": f"{CROSSCHECK_DIR}/{folder.name}/{gz.name}",
+        "log_file": f"{CROSSCHECK_DIR}/{folder.name}/{log.name}",
+    }
+    raw, queue_file = _stored_raw(gz, rr.rate), folder / f"vllm-bench-{tag}.queue.json"
+    if raw is not None:  # measured before an interruption: judged again from what it saved
+        run.steps.kept(run.spec.label, "crosscheck", tag)
+        queue = json.loads(queue_file.read_text()) if queue_file.is_file() else None
+        version = version_of(log.read_text(encoding="utf-8", errors="replace")) if log.is_file() else None
+        judged = judge_rate(raw, rr.model_copy(update=rel), run.cfg, [tuple(q) for q in queue or []])
+        return judged, BenchRun(raw, version, None, "")
+    run.steps.begin(run.spec.label, "crosscheck", tag, f"{CLIENT} at {rr.multiple:g}× capacity")
+    wl = run.cfg.workload
+    dataset = prepare_dataset(run.cfg, run.run_dir, f"crosscheck-{tag}-n{rr.prompts}", n=rr.prompts)
+    seed = int(hashlib.sha256(f"crosscheck|{tag}".encode()).hexdigest()[:8], 16)
+    args = bench_args(
+        run.handle.base_url,
+        run.adapter.served_model_name(run.cfg.model),
+        run.cfg.model.directory,
+        dataset,
+        wl.output_tokens,
+        rr.prompts,
+        folder,
+        name,
+        rate=rr.rate,
+        seed=seed,
+        detailed=True,
+    )
+    timeout = 3 * run.cfg.evidence.crosscheck.seconds + 300
+    sampler, t0 = _queue(run), time.monotonic()
+    try:
+        bench = await asyncio.to_thread(run_vllm_bench, python, args, env, timeout)
+    finally:
+        if sampler is not None:
+            sampler.stop()
+    snaps = sampler.snaps if sampler is not None else []
+    run.account("crosscheck", t0)
+    log.write_text(bench.log, encoding="utf-8")
+    run.steps.end(run.spec.label, "crosscheck", tag)
+    if bench.result is None:
+        return rr.model_copy(update={"log_file": rel["log_file"], "why": bench.error or ""}), bench
+    _archive(folder / name)
+    first = snaps[0].t if snaps else 0.0
+    queue = [(s.t - first, s.waiting) for s in snaps if s.waiting is not None]
+    write_json_atomic(queue_file, queue)  # the server's waiting queue, for judging it again on a resume
+    return judge_rate(bench.result, rr.model_copy(update=rel), run.cfg, queue), bench
+
+
+async def cross_check(run: EngineRun) -> CrossCheckRecord:
+    """The cross-check of the running configuration (module docstring); never raises for the client's trouble."""
+    cc, label = run.cfg.evidence.crosscheck, run.spec.label
+    record = CrossCheckRecord(label=label, engine=run.spec.engine, status="done", seconds=cc.seconds)
+    rep = from_capacity(run.result, run.cfg)
+    if rep is None or rep.request_rate is None or not rep.request_rate.mean > 0:
+        record.status, record.reason = "skipped", f"no capacity estimate to check ({rep.basis if rep else 'none'})"
+        return record
+    record.playbook_capacity, record.playbook_text = rep.request_rate.mean, rep.basis
+    python, folders, why = _client(run)
+    if python is None:
+        record.status, record.reason = "failed", why
+        return record
+    record.python = repo_relative(str(python))
+    env = client_env(folders, run.handle.api_key if run.handle is not None else None)
+    folder = record_path(run.run_dir, label).with_suffix("")
+    folder.mkdir(parents=True, exist_ok=True)
+    for multiple in cc.rates:
+        rate = float(f"{multiple * record.playbook_capacity:.6g}")  # as the client is asked for it
+        rr = RateRun(multiple=multiple, rate=rate, prompts=prompts_of(rate, cc.seconds))
+        rr, bench = await _one_rate(run, rr, python, env, folder)
+        record.client_version = record.client_version or bench.version
+        record.rates.append(rr)
+        if bench.result is None:
+            record.status, record.reason = "failed", bench.error
+            break
+        run.say(f"{label}: {CLIENT} at {multiple:g}× capacity ({fmt_load(rate)} req/s): {rr.why}")
+    if record.status == "done":
+        conclude(record, run.cfg)
+        est = run.result.capacity.estimate if run.result.capacity is not None else None
+        bound = " (a lower bound: every probe passed)" if est is not None and est.status == "at_least" else ""
+        record.note = f"{CLIENT}: {record.own_text}; playbook: {fmt_load(record.playbook_capacity)} req/s{bound}"
+    return record
+
+
+async def measure_crosscheck(run: EngineRun) -> bool:
+    """The cross-check of the running configuration, stored (a finished one is kept); False if the engine died."""
+    if not wanted(run.cfg):
+        return True
+    label, path = run.spec.label, record_path(run.run_dir, run.spec.label)
+    idents = [rate_ident(m) for m in run.cfg.evidence.crosscheck.rates]
+    if load_record(path) is not None:
+        for ident in idents:
+            run.steps.kept(label, "crosscheck", ident)
+        run.say(f"{label}: cross-check with {CLIENT} already done, kept")
+        return True
+    record = await cross_check(run)
+    if record.status == "failed":
+        run.say(f"{label}: cross-check with {CLIENT} failed: {record.reason}")
+    run.steps.drop(label, "crosscheck")  # rates not run (a failure, or no capacity to check)
+    write_json_atomic(path, record.model_dump(mode="json"))
+    if run.handle is not None and not run.handle.alive():
+        run.fail(f"{run.handle.exit_reason()} during the cross-check with {CLIENT}", "partial")
+        return False
+    return True
