@@ -25,7 +25,9 @@ from helpers.run.summary import write_summary
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "browser"
-RUNS = ["h200-20261203-chat-70b-fp8", "h200-20261201-multiturn-8b"]
+# two archived runs with a measured choice to roll out (multiturn-8b, re-rendered, has none: its single grid
+# samples decide nothing, so steps 8-10 have no choice to show)
+RUNS = ["h200-20261203-chat-70b-fp8", "h200-20261201-chat-8b-poisson"]
 RERUN = ("05_decision.ipynb", "06_rollout.ipynb")
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(
