@@ -126,8 +126,8 @@ def capacity_bars(rows: list[tuple[str, float, float | None, float | None]], yla
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
     labels = [r[0] for r in rows]
     means = np.array([r[1] for r in rows], dtype=float)
-    lows = np.array([r[1] - r[2] if r[2] is not None else 0.0 for r in rows])
-    highs = np.array([r[3] - r[1] if r[3] is not None else 0.0 for r in rows])
+    lows = np.array([max(0.0, r[1] - r[2]) if r[2] is not None else 0.0 for r in rows])
+    highs = np.array([max(0.0, r[3] - r[1]) if r[3] is not None else 0.0 for r in rows])
     ax.bar(labels, means, yerr=[lows, highs], capsize=5, color="tab:blue", alpha=0.8)
     ax.set_ylabel(ylabel)
     ax.tick_params(axis="x", labelrotation=15, labelsize=8)

@@ -207,7 +207,12 @@ def from_capacity(result: EngineResult, cfg: PlaybookConfig) -> Representative |
 
     n = max(1, len(est.window) or est.probes)
     capacity = Figure(mean=value, low=est.low, high=est.high, n=n)
-    rate_fig = Figure(mean=rate(value) or math.nan, low=rate(est.low), high=rate(est.high), n=n)
+    # near saturation the served rate is flat in the streams, and its fitted slope may come out negative:
+    # the interval is the span of the two ends' rates, around the estimate's
+    ends = [r for r in (rate(est.low), rate(est.high)) if r is not None and math.isfinite(r)]
+    mid = rate(value)
+    lo, hi = (min([*ends, mid]), max([*ends, mid])) if len(ends) == 2 and mid is not None else (None, None)
+    rate_fig = Figure(mean=mid if mid is not None else math.nan, low=lo, high=hi, n=n)
     standing = standing_points(result)
     pool = standing or [p for p in result.points if p.phase in EVIDENCE_PHASES and p.requests > 0]
     out_tokens = _mean([p.output_tokens_mean for p in pool]) or float(cfg.workload.output_tokens)

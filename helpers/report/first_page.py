@@ -19,7 +19,7 @@ from typing import Any
 from helpers.core.config_engines import placeholder_weights
 from helpers.engines import ENGINES
 from helpers.report.notebook import esc
-from helpers.run.records import Representative
+from helpers.run.records import Figure, Representative
 from helpers.run.summary import RunSummary
 
 
@@ -45,6 +45,13 @@ def _per_gpu(summary: RunSummary, label: str, rep: Representative) -> float:
     return (rep.output_tok_s.mean if rep.output_tok_s else 0.0) / float(tp)
 
 
+def _error_bar(fig: Figure) -> list[list[float]] | None:
+    """Matplotlib's asymmetric error of a figure's 95% interval (None without one; never negative)."""
+    if fig.half_width is None or fig.low is None or fig.high is None:
+        return None
+    return [[max(0.0, fig.mean - fig.low)], [max(0.0, fig.high - fig.mean)]]
+
+
 def tradeoff_png(summary: RunSummary) -> str | None:
     """A data URI of the chart: output tok/s per GPU or CPU replica (x), TTFT p95 (y), SLA line, primary starred."""
     # heavy; imported only where a figure is drawn
@@ -61,8 +68,7 @@ def tradeoff_png(summary: RunSummary) -> str | None:
     fig, ax = plt.subplots(figsize=(6.0, 3.2))
     for label, x, rep in pts:
         fig_t, fig_x = rep.ttft_ms_p95, rep.output_tok_s
-        xerr = None if fig_x.half_width is None else [[fig_x.mean - fig_x.low], [fig_x.high - fig_x.mean]]
-        yerr = None if fig_t.half_width is None else [[fig_t.mean - fig_t.low], [fig_t.high - fig_t.mean]]
+        xerr, yerr = _error_bar(fig_x), _error_bar(fig_t)
         star = label == summary.recommendation.primary
         ax.errorbar([x], [fig_t.mean], xerr=xerr, yerr=yerr, fmt="*" if star else "o", ms=14 if star else 7,
                     capsize=3, label=label + (" (recommended)" if star else ""))  # fmt: skip
