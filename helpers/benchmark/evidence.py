@@ -25,6 +25,7 @@ from helpers.benchmark.sla import meets_sla, trial_points
 from helpers.core.config import PlaybookConfig
 from helpers.core.text import label_slug
 from helpers.environment.prediction_check import predicted_capacity
+from helpers.measure.interference import wait_quiet
 from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
 
 if TYPE_CHECKING:
@@ -189,7 +190,8 @@ async def search(run: EngineRun) -> CapacitySummary | None:
 
     Each ask of the state machine (``edge_search.EdgeSearch``) is measured on its stream. A probe during
     which other programs loaded the machine (``measure.interference``) is kept, marked superseded, and
-    measured once more on the same stream (the prefix cache reset first where the engine allows it).
+    measured once more on the same stream once the machine is quiet again (``interference.wait_quiet``, at
+    most 90 s; the prefix cache reset first where the engine allows it).
     """
     result = run.result
     stored = [p for p in run.stored_points("search") if p.probe and p.probe.get("stream")]
@@ -216,6 +218,12 @@ async def search(run: EngineRun) -> CapacitySummary | None:
                 aside = judge(m_first, run.cfg.sla, *_judging(run)).model_copy(update={"superseded": True})
                 _save_probe(run, first, aside, f"{ask.stream}-interfered")
                 kept_aside.append(aside)
+                waited, still = await wait_quiet(run.engine_pid, run.cfg.evidence.max_other_cpu_cores)
+                run.say(
+                    f"{label}: probe {ask.stream} measured under interference ({m_first.interference}); "
+                    + (f"measured again after {waited:.0f} s, the machine quiet" if still is None
+                       else f"measured again after waiting {waited:.0f} s, still loaded ({still})")
+                )  # fmt: skip
                 reset_prefix_cache(run)
                 got = await _measure_ask(run, ask, ask.stream)
                 if got is None:

@@ -93,6 +93,13 @@ class EngineRun:
         self.evidence_replay: ReplayDataset | None = None  # the structured replay the evidence probes drive
         self.gpu_spec = None if self.adapter.runs_on_cpu else local_gpu_spec()
 
+    @property
+    def engine_pid(self) -> int | None:
+        """The pid of the engine process this run started (None before a launch, or for an endpoint)."""
+        if self.handle is None or self.handle.process is None:
+            return None
+        return self.handle.process.pid
+
     def log_path(self, tag: str = "") -> Path:
         """The engine's log file in the run folder."""
         return self.run_dir / "logs" / f"{label_slug(self.spec.label)}{('-' + label_slug(tag)) if tag else ''}.log"
@@ -246,7 +253,7 @@ class EngineRun:
             self.handle.base_url + path, names, parse=PAGE_FORMATS[page_format], headers=self.handle.headers
         ).start()
         gpu = GpuSampler().start()
-        engine_pid = self.handle.process.pid if self.handle.process is not None else None
+        engine_pid = self.engine_pid
         watch = InterferenceWatch(engine_pid, self.cfg.evidence.max_other_cpu_cores).start()
         try:
             res = await load

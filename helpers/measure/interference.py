@@ -16,6 +16,7 @@ measures the two together. ``InterferenceWatch`` is started with a load and stop
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 
@@ -99,6 +100,25 @@ class InterferenceWatch:
             found.append(f"other processes used {other:.1f} CPU cores (limit {self.limit:g})")
         found += list(dict.fromkeys(self._gpu0 + _gpu_interference(set(ours_now))))
         return "; ".join(found) or None
+
+
+async def wait_quiet(
+    engine_pid: int | None, max_other_cpu_cores: float, max_wait_s: float = 90.0, window_s: float = 2.0
+) -> tuple[float, str | None]:
+    """Wait until a ``window_s`` window sees no interference, for at most ``max_wait_s``.
+
+    Returns (seconds waited, what still loaded the machine in the last window, or None once it was quiet).
+    A probe measured under interference is measured again after this wait, so that a busy minute of another
+    program costs the search a pause rather than a second spoiled probe.
+    """
+    t0, why = time.monotonic(), None
+    while True:
+        watch = InterferenceWatch(engine_pid, max_other_cpu_cores).start()
+        await asyncio.sleep(window_s)
+        why = watch.stop()
+        waited = time.monotonic() - t0
+        if why is None or waited >= max_wait_s:
+            return waited, why
 
 
 def _gpu_interference(ours: set[int]) -> list[str]:
