@@ -174,6 +174,16 @@ def _gate(quality: dict[str, Any] | None, label: str) -> str | None:
     return "not measured" if passed is None else ("passed" if passed else "FAILED")
 
 
+def _created_utc(folder: RunFolder) -> str:
+    """When the run was made: its earlier summary's date, else now.
+
+    A resumed run, or one rendered again from its points, keeps its date: the review orders runs by it.
+    """
+    before = _read_json(folder, "summary.json")
+    when = before.get("created_utc") if isinstance(before, dict) else None
+    return when if isinstance(when, str) and when else datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
     """Gather the run's records into one ``RunSummary`` (secrets redacted)."""
     folder = RunFolder(run_dir)
@@ -201,7 +211,7 @@ def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
         )  # fmt: skip
     summary = RunSummary(
         run_id=folder.run_id,
-        created_utc=datetime.now(UTC).isoformat(timespec="seconds"),
+        created_utc=_created_utc(folder),
         playbook_version=__version__,
         workload=cfg.name,
         model=cfg.model.served_name or cfg.model.path,
