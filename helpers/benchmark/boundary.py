@@ -328,10 +328,15 @@ def estimate_capacity(
         note = f"no valid probe met the SLA: the capacity is below {fmt_load(bottom)}"
         return CapacityEstimate(status="below", high=bottom, note=note, **bracket, **base)
     if not est:
-        if censored:  # every sized criterion passed, but a load failed without a size: the bracket is all there is
-            cap = bracket["bracket_low"]
-            note = f"the SLA failed without a size above {fmt_load(cap or 0)} (errors or a growing queue): no interval"
-            return CapacityEstimate(status="estimated", value=cap, note=note, **bracket, **base)
+        if censored and bracket["bracket_low"]:
+            # every sized criterion passed, but a load above failed without a size (errors, a growing queue): the
+            # highest passing load is a lower bound, which a comparison can use one-sided
+            cap, above = bracket["bracket_low"], bracket["bracket_high"]
+            note = (
+                f"the SLA failed without a size at {fmt_load(above or min(censored))} (errors or a growing queue): "
+                f"the capacity is at least {fmt_load(cap)}, no interval"
+            )
+            return CapacityEstimate(status="at_least", low=cap, note=note, **bracket, **base)
         top = max(r.load for r in readings)
         note = f"every valid probe met the SLA: the capacity is at least {fmt_load(top)} (no failing load above it)"
         return CapacityEstimate(status="at_least", low=top, note=note, **bracket, **base)
