@@ -107,9 +107,12 @@ def test_two_engines_on_the_same_streams_get_a_capacity_an_interval_and_a_paired
         r.label: next(p.requests + p.errors for p in r.points if p.probe and p.probe["stream"] == "p0")
         for r in (two, three)
     }
-    assert n["slots-2"] == n["slots-3"] >= 12
+    # a probe spans at least four of the engine's own request latencies (read from its grid), so the two counts
+    # may differ by a request or two; the requests both were sent are the same, in the same order
+    assert min(n.values()) >= 12 and max(n.values()) - min(n.values()) <= max(1, 0.1 * min(n.values())), n
+    common = min(n.values())
     p0 = {
-        label: _sent(path)[7 : 7 + n[label]] for label, path in caps.items()
+        label: _sent(path)[7 : 7 + common] for label, path in caps.items()
     }  # after the first request and the sweep's 6
     assert [r["prompt"] for r in p0["slots-2"]] == [r["prompt"] for r in p0["slots-3"]]
     gaps = {k: [b["t"] - a["t"] for a, b in zip(v, v[1:], strict=False)] for k, v in p0.items()}
