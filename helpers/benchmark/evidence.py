@@ -218,7 +218,9 @@ async def search(run: EngineRun) -> CapacitySummary | None:
                 aside = judge(m_first, run.cfg.sla, *_judging(run)).model_copy(update={"superseded": True})
                 _save_probe(run, first, aside, f"{ask.stream}-interfered")
                 kept_aside.append(aside)
-                waited, still = await wait_quiet(run.engine_pid, run.cfg.evidence.max_other_cpu_cores)
+                waited, still = await wait_quiet(
+                    run.engine_pid, run.cfg.evidence.max_other_cpu_cores, need_cores=run.load_cores
+                )
                 run.say(
                     f"{label}: probe {ask.stream} measured under interference ({m_first.interference}); "
                     + (f"measured again after {waited:.0f} s, the machine quiet" if still is None

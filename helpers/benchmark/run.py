@@ -91,6 +91,7 @@ class EngineRun:
         self.result = EngineResult(label=spec.label, engine=spec.engine)
         self.handle: ServerHandle | None = None
         self.evidence_replay: ReplayDataset | None = None  # the structured replay the evidence probes drive
+        self.load_cores = 0.0  # CPU cores the playbook and the engine used during the last load (interference)
         self.gpu_spec = None if self.adapter.runs_on_cpu else local_gpu_spec()
 
     @property
@@ -260,6 +261,7 @@ class EngineRun:
         finally:
             server_stats, gpu_stats = server.stop(), gpu.stop()
             other = watch.stop()
+            self.load_cores = watch.ours_cores
         res.interference = other
         server_stats.spec_decode = spec_decode_stats([s.spec for s in server.snaps], names)
         if not self.handle.alive() or res.hung:  # the point in flight is not a measurement
