@@ -23,7 +23,7 @@ import yaml
 
 from helpers.core.atomic import write_json_atomic, write_text_atomic
 from helpers.core.config import PlaybookConfig, load_config, public_dict
-from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
+from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR, repo_relative
 from helpers.core.secrets import known_secrets, redact
 from helpers.core.text import slug
 from helpers.report.html import render_report
@@ -54,11 +54,15 @@ def notebook_log(run_dir: Path, nb: Path) -> Path:
 
 
 def _redact_file(path: Path, secrets: list[str]) -> None:
-    """Remove secrets from an executed notebook or a log file, in place."""
-    if not secrets or not path.is_file():
+    """Remove secrets and this machine's repository path from an executed notebook or a log file, in place.
+
+    The notebooks get the config's and the run folder's absolute paths as parameters; an archived run keeps
+    them relative to the repository (``./reports/<run>``), as its report does.
+    """
+    if not path.is_file():
         return
     text = path.read_text(encoding="utf-8")
-    clean = redact(text, secrets)
+    clean = repo_relative(redact(text, secrets) if secrets else text)
     if clean != text:
         write_text_atomic(path, clean)
 

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 import yaml
 
-from helpers.core.paths import ENGINES_DIR, REPORTS_DIR
+from helpers.core.paths import ENGINES_DIR, REPO_ROOT, REPORTS_DIR
 from helpers.core.text import label_slug
 from helpers.report.notebook import STEP_TITLES
 from helpers.run.records import point_path
@@ -157,6 +157,7 @@ def test_every_notebook_ran_and_was_saved(run):
     saved = sorted(p.name for p in (run.dir / "notebooks").glob("*.ipynb"))
     assert saved == [p.name for p in notebooks()]
     for name in saved:
+        assert str(REPO_ROOT) not in (run.dir / "notebooks" / name).read_text(encoding="utf-8")  # no machine path
         nb = nbformat.read(run.dir / "notebooks" / name, as_version=4)
         assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{name} has no outputs"
         assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
