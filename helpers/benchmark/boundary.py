@@ -331,9 +331,10 @@ def estimate_capacity(
         if censored and bracket["bracket_low"]:
             # every sized criterion passed, but a load above failed without a size (errors, a growing queue): the
             # highest passing load is a lower bound, which a comparison can use one-sided
-            cap, above = bracket["bracket_low"], bracket["bracket_high"]
+            cap, fail_at = bracket["bracket_low"], min(censored)
+            below = "" if fail_at > cap else f", below {fmt_load(cap)}, which passed"
             note = (
-                f"the SLA failed without a size at {fmt_load(above or min(censored))} (errors or a growing queue): "
+                f"the SLA failed without a size at {fmt_load(fail_at)} (errors or a growing queue){below}: "
                 f"the capacity is at least {fmt_load(cap)}, no interval"
             )
             return CapacityEstimate(status="at_least", low=cap, note=note, **bracket, **base)

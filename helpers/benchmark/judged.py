@@ -37,10 +37,10 @@ PLAUSIBLE_SERVED = 1.2
 def sustained_view(m: Measurement, point: Point, sent: int) -> Measurement:
     """``m`` with the overload tests that hold on every engine: in-flight growth and a plausible served rate.
 
-    The server's in-flight count (running + waiting requests, ``/metrics``) that reached
-    ``DRAIN_SHARE`` of the requests sent marks the load as not sustained (queue grew), unless a closed loop held
-    no more than its streams; a served rate
-    the client computed above ``PLAUSIBLE_SERVED`` × the sent rate is dropped (not measured).
+    The server's in-flight count (running + waiting requests, ``/metrics``) that reached ``DRAIN_SHARE`` of
+    the requests sent marks the load as not sustained (queue grew), unless a closed loop held no more than its
+    streams; a served rate the client computed above ``PLAUSIBLE_SERVED`` × the sent rate is dropped (not
+    measured).
     """
     data = m.model_dump()
     inflight = (point.server.running_max or 0) + (point.server.queue_max or 0)

@@ -108,12 +108,9 @@ class InterferenceWatch:
         ours = sum(v - self._ours0.get(pid, 0.0) for pid, v in ours_now.items())
         other = max(0.0, busy - ours) / wall
         self.ours_cores = max(0.0, ours) / wall
-        found = []
-        if contended(other, self.ours_cores, psutil.cpu_count() or 1, self.limit):
-            found.append(f"other processes used {other:.1f} CPU cores (limit {self.limit:g})")
-        found += list(dict.fromkeys(self._gpu0 + _gpu_interference(set(ours_now))))
-        self._other, self._gpu_found = other, found[1:] if found and found[0].startswith("other processes") else found
-        return "; ".join(found) or None
+        self._other = other
+        self._gpu_found = list(dict.fromkeys(self._gpu0 + _gpu_interference(set(ours_now))))
+        return self.other_text(self.ours_cores)
 
     def other_text(self, need_cores: float) -> str | None:
         """After ``stop()``: the interference a load needing ``need_cores`` would have met in this window, or None."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from helpers.benchmark.judged import grid_readings
 from helpers.core.config import load_config
 from helpers.decision.compute import decide
@@ -43,3 +45,18 @@ def test_a_lower_bound_above_the_other_interval_is_a_measured_difference():
     assert on.status == "at_least" and on.low == 8.0 and "at least 8" in on.note
     assert off.status == "estimated" and off.high < on.low
     assert d.primary == "vllm-cpu prefix-cache on" and d.sentences[0].startswith("Use `vllm-cpu prefix-cache on`")
+
+
+def test_a_failure_without_a_size_above_passing_loads_is_a_lower_bound():
+    from helpers.benchmark.boundary import Reading, estimate_capacity
+
+    def r(load: float, margin: float, censored: bool = False) -> Reading:
+        return Reading(load=load, margins={"TTFT p95": margin}, passed=not censored and margin <= 0,
+                       censored=censored, stream=f"s{load:g}", requests=16)  # fmt: skip
+
+    est = estimate_capacity([r(4, -1.0), r(8, -0.8), r(16, -0.5, censored=True)], axis="concurrency")
+    assert est.status == "at_least" and est.low == pytest.approx(8) and est.value is None
+    assert est.note.startswith("the SLA failed without a size at 16 (errors or a growing queue): the capacity is at")
+    odd = estimate_capacity([r(4, -0.9, censored=True), r(8, -0.8)], axis="concurrency")
+    assert odd.status == "at_least" and odd.low == pytest.approx(8)
+    assert "at 4 (errors or a growing queue), below 8, which passed: the capacity is at least 8" in odd.note
