@@ -13,6 +13,7 @@ error the next prediction can expect. ``scripts/calibrate_predictions.py`` write
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from helpers.core.config import PlaybookConfig, load_config
 from helpers.core.config_engines import EngineSpec, Knobs
 from helpers.core.paths import REPORTS_DIR
+from helpers.core.text import label_slug
 from helpers.environment.prediction import CalibrationFactor, CalibrationTable, predict_config
 from helpers.environment.prediction_check import GOAL, measured_capacity, predicted_on_axis
 from helpers.environment.records import EnvironmentRecord
@@ -123,13 +125,31 @@ def _spec_from_result(r: EngineResult) -> EngineSpec | None:
     return EngineSpec.model_construct(label=r.label, engine=r.engine, knobs=k)
 
 
+def _points_fingerprint(run_dir: Path, label: str) -> str | None:
+    """A digest of a configuration's stored points (file names and bytes): equal for a copied measurement."""
+    folder = Path(run_dir) / "points" / label_slug(label)
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def calibration_rows(run_dirs: list[Path]) -> list[CalibrationRow]:
-    """Rows of every run, copies marked, each with its leave-one-out calibrated ratio."""
+    """Rows of every run, copies marked, each with its leave-one-out calibrated ratio.
+
+    A copy is a configuration whose stored points are another run's, byte for byte (a run that copied them
+    to compare a new engine beside them), or, without points, one with the same measured value.
+    """
     rows: list[CalibrationRow] = []
-    seen: dict[tuple[str, str, str, float], str] = {}
+    seen: dict[tuple[str, str, str, object], str] = {}
     for d in run_dirs:
         for row in run_rows(d):
-            key = (row.engine, row.shape, row.axis, round(row.measured, 9))
+            same = _points_fingerprint(d, row.label) or round(row.measured, 9)
+            key = (row.engine, row.shape, row.axis, same)
             row.duplicate_of = seen.get(key)
             seen.setdefault(key, row.run)
             rows.append(row)
@@ -142,6 +162,8 @@ def calibration_rows(run_dirs: list[Path]) -> list[CalibrationRow]:
 
 def _same(a: CalibrationRow, b: CalibrationRow) -> bool:
     """Whether two rows are one measurement (the row itself, or its copy)."""
+    if (a.duplicate_of or a.run, a.label) == (b.duplicate_of or b.run, b.label):
+        return True
     return (a.engine, a.shape, a.axis, round(a.measured, 9)) == (b.engine, b.shape, b.axis, round(b.measured, 9))
 
 

@@ -61,7 +61,7 @@ def _rel(before: float | None, now: float | None) -> float | None:
     return (now - before) / before
 
 
-MEASURED_AS = {"capacity": "capacity trials", "fixed": "fixed-load trials", "grid": "a grid point", "none": "nothing"}
+MEASURED_AS = {"capacity": "the SLA capacity", "fixed": "fixed-load trials", "grid": "a grid point", "none": "nothing"}
 
 
 def _measured_as(e: EngineSnapshot) -> str:

@@ -45,8 +45,8 @@ def test_the_lmdeploy_run_gives_capacities_with_intervals_and_ratios_to_vllm():
     assert v[RATIO_CAP] == "1 (the reference)"
     assert lm["configuration"] == "LMDeploy 0.18.0 (PyTorch)"
     assert lm[AT_CAP] == "3,680 ± 406 (n=21) / 11,039 ± 1,219 (n=21) at 14.37 ± 1.59 (n=21) req/s"
-    assert lm[RATIO_CAP] == "0.49× (-51.0% [-56.9, -44.3] 95% CI, SLA capacities, unpaired)"
-    assert s[RATIO_CAP] == "0.99× (-1.2% [-16.2, +16.5] 95% CI, SLA capacities, unpaired)"
+    assert lm[RATIO_CAP] == "0.49× (-51.0% [-57.3, -43.9] 95% CI, SLA capacities, unpaired)"
+    assert s[RATIO_CAP] == "0.99× (-1.2% [-18.2, +19.2] 95% CI, SLA capacities, unpaired)"
     # an 8B bf16 shape is not the seed's, and the PyTorch backend is not the engine the seed's figure is of
     shape = "not comparable: model shape llama-3.1-8b: 8.0B parameters, 32 layers, hidden 4096, bf16 weights"
     assert v[SEED].startswith(shape) and s[SEED].startswith(shape)
@@ -64,7 +64,7 @@ def test_the_70b_run_is_the_seeds_shape_and_lmdeploy_says_where_it_is_measured()
     assert rows["vLLM"][SEED] == (
         "comparable: the seed's model shape; measured on H200-SXM-141GB, the seed on one H100 SXM5 80GB"
     )
-    assert rows["SGLang"][RATIO_CAP] == "0.97× (-2.8% [-37.6, +51.3] 95% CI, SLA capacities, unpaired)"
+    assert rows["SGLang"][RATIO_CAP] == "0.97× (-2.8% [-48.2, +82.1] 95% CI, SLA capacities, unpaired)"
     assert rows["SGLang"][AT_100] == "not measured: this run's grid is 1, 10, not 100"
     lm = rows["LMDeploy"]
     assert lm["configuration"] == "—" and lm[AT_CAP] == NOT_MEASURED
