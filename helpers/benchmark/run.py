@@ -254,8 +254,7 @@ class EngineRun:
             self.handle.base_url + path, names, parse=PAGE_FORMATS[page_format], headers=self.handle.headers
         ).start()
         gpu = GpuSampler().start()
-        engine_pid = self.engine_pid
-        watch = InterferenceWatch(engine_pid, self.cfg.evidence.max_other_cpu_cores).start()
+        watch = InterferenceWatch(self.engine_pid, self.cfg.evidence.max_other_cpu_cores).start()
         try:
             res = await load
         finally:
