@@ -12,8 +12,13 @@ import copy
 import re
 from pathlib import Path
 
+from helpers.benchmark.quality_phase import QualityGate
 from helpers.benchmark.sla import meets_sla
 from helpers.core.config import SLA, PlaybookConfig, parse_config
+from helpers.cost.analysis import analyse
+from helpers.cost.records import CostAnalysis
+from helpers.decision.compute import decide
+from helpers.decision.tree import DecisionResult
 from helpers.run.records import CapacitySummary, EngineResult
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "decision"
@@ -135,3 +140,14 @@ def lmdeploy_random_cfg(label: str = "LMDeploy 0.18.0 (PyTorch)", **sections) ->
         "knobs": {"dummy_weights": False},
     }
     return parse_config({"name": "t", "model": {"path": "tiny-llama"}, "engines": [engine], **sections})
+
+
+def decide_measured(
+    res: list[EngineResult],
+    c: PlaybookConfig,
+    profile=None,
+    cost: CostAnalysis | None = None,
+    quality: QualityGate | None = None,
+) -> DecisionResult:
+    """Step 7's decision on step 6's record, which is made here first as the notebook's step 6 saves it."""
+    return decide(res, c, profile, cost if cost is not None else analyse(res, c, profile), quality)

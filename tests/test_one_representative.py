@@ -9,17 +9,16 @@ the review and the reports index must all point at what ``helpers.benchmark.sla.
 from decision_data import SGLANG, VLLM, cfg, results
 
 from helpers.benchmark.sla import representatives
-from helpers.cost.break_even import break_even
-from helpers.cost.compute import best_points, fleet_and_tco, traffic_demand
-from helpers.cost.records import BreakEvenRow, CostAnalysis, Demand, FleetRow, PricedRepresentative, rows_of
+from helpers.cost.analysis import analyse
 from helpers.decision.compute import decide
 from helpers.report.index import archived_runs, index_html
+from helpers.report.run_summary import write_summary
 from helpers.review.compare import snapshot
 from helpers.rollout.choice import choose
 from helpers.rollout.rollback import measured_baseline
 from helpers.run.folder import RunFolder
 from helpers.run.records import save_engine_result
-from helpers.run.summary import read_summary, write_summary
+from helpers.run.summary import read_summary
 
 PEAK = {"format": "csv", "source": "trace.csv", "peak_requests_per_s": 5, "output_tokens_mean": 256}
 
@@ -31,12 +30,7 @@ def test_summary_decision_rollout_review_and_index_agree(tmp_path):
     for r in rs:
         save_engine_result(run_dir, r)
     folder = RunFolder(run_dir)
-    cost = CostAnalysis(
-        best=[PricedRepresentative.model_validate(x) for x in rows_of(best_points(rs, c))],
-        fleet=[FleetRow.model_validate(x) for x in rows_of(fleet_and_tco(rs, c, PEAK))],
-        break_even=[BreakEvenRow.model_validate(x) for x in rows_of(break_even(rs, c, PEAK))],
-        demand=Demand.model_validate(traffic_demand(c, PEAK)),
-    )
+    cost = analyse(rs, c, PEAK)
     folder.save(cost)
     decision = decide(rs, c, PEAK, cost)
     folder.save(decision)
@@ -51,6 +45,7 @@ def test_summary_decision_rollout_review_and_index_agree(tmp_path):
         assert (reps[r.label].source, reps[r.label].concurrency) == ("fixed", int(r.capacity.trial_load))
         assert reps[r.label].requests == sum(p.requests for p in r.points if p.phase == "trial")
 
+    assert {r.label: r.key for r in cost.representatives} == want
     assert {b.label: b.representative for b in cost.best} == want
     assert {f.label: f.representative for f in cost.fleet} == want
     assert {e["label"]: e["representative"] for e in decision.evidence} == want

@@ -4,105 +4,88 @@ For two configurations H (more ops cost per month) and E (less), monthly cost at
 output rate T is ``ops + T × g`` where ``g`` = GPU $/month per output tok/s of the tuned point
 (GPUs per replica × $/h × 730 ÷ tuned tok/s). H pays off once T ≥ (ops_H − ops_E) ÷ (g_E − g_H);
 if H is not cheaper per token it never does. This is the continuous approximation (fractional
-GPUs); ``tco_curve`` gives the stepped whole-GPU view for plotting.
+GPUs); ``tco_curve`` gives the stepped whole-GPU view for plotting. Both read step 6's fleet rows.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from helpers.core.config import PlaybookConfig
-from helpers.cost.compute import HOURS_PER_MONTH, fleet_and_tco, traffic_demand
-from helpers.run.records import EngineResult
+from helpers.cost.compute import HOURS_PER_MONTH
+from helpers.cost.records import BreakEvenRow, Demand, FleetRow
 
 
-def _usable(results: list[EngineResult], cfg: PlaybookConfig, profile: Any) -> pd.DataFrame:
-    """Fleet rows whose tuned point meets the SLA, with their GPU $/month per output tok/s."""
-    fleet = fleet_and_tco(results, cfg, profile)
-    if fleet.empty:
-        return fleet
-    fleet = fleet[fleet["meets_sla"].astype(bool)].copy()
-    fleet["gpu_usd_month_per_tok_s"] = (
-        fleet["gpus_per_replica"] * fleet["price_per_hour"] * HOURS_PER_MONTH / fleet["output_tok_s"]
-    )
-    return fleet
+def _usable(fleet: list[FleetRow]) -> list[tuple[FleetRow, float]]:
+    """Fleet rows whose representative meets the SLA, with their GPU $/month per output tok/s."""
+    out = []
+    for f in fleet:
+        if f.meets_sla and f.output_tok_s:
+            gpu_per = (f.gpus_per_replica or 0) * (f.price_per_hour or 0.0) * HOURS_PER_MONTH / f.output_tok_s
+            out.append((f, gpu_per))
+    return out
 
 
-def break_even(results: list[EngineResult], cfg: PlaybookConfig, profile: Any = None) -> pd.DataFrame:
+def _ops(f: FleetRow) -> float:
+    """Monthly operations cost (NaN when unknown)."""
+    return math.nan if f.ops_monthly_usd is None else f.ops_monthly_usd
+
+
+def _none(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def break_even(fleet: list[FleetRow], demand: Demand) -> list[BreakEvenRow]:
     """One row per pair (harder = more ops $/month, easier): the sustained traffic where they cost the same.
 
-    ``break_even_output_tok_s`` is NaN when the harder one is not cheaper per token (``verdict``
+    ``break_even_output_tok_s`` is None when the harder one is not cheaper per token (``verdict``
     says "never"); ``pays_off_now`` compares it with the profiled peak when one is known.
     """
-    fleet = _usable(results, cfg, profile)
-    demand = traffic_demand(cfg, profile)
+    usable = _usable(fleet)
     rows = []
-    recs = fleet.to_dict("records") if not fleet.empty else []
-    for h in recs:
-        for e in recs:
-            if h["label"] == e["label"] or not h["ops_monthly_usd"] > e["ops_monthly_usd"]:
+    for h, gh in usable:
+        for e, ge in usable:
+            if h.label == e.label or not _ops(h) > _ops(e):
                 continue
-            extra_ops = h["ops_monthly_usd"] - e["ops_monthly_usd"]
-            gh, ge = h["gpu_usd_month_per_tok_s"], e["gpu_usd_month_per_tok_s"]
-            saving = 1.0 - gh / ge
+            extra_ops = _ops(h) - _ops(e)
             if gh < ge:
                 t = extra_ops / (ge - gh)
-                now = None if demand["output_tok_s"] is None else demand["output_tok_s"] >= t
-                verdict = f"{h['label']} pays off at ≥ {t:,.0f} output tok/s sustained"
+                now = None if demand.output_tok_s is None else demand.output_tok_s >= t
+                verdict = f"{h.label} pays off at ≥ {t:,.0f} output tok/s sustained"
             else:
                 t, now = math.nan, False
-                verdict = f"never: {h['label']} is not cheaper per token than {e['label']}"
+                verdict = f"never: {h.label} is not cheaper per token than {e.label}"
             rows.append(
-                {
-                    "harder": h["label"],
-                    "easier": e["label"],
-                    "harder_family": h["family"],
-                    "easier_family": e["family"],
-                    "extra_ops_usd_month": extra_ops,
-                    "gpu_saving_per_token_pct": 100.0 * saving,
-                    "break_even_output_tok_s": t,
-                    "break_even_mtok_month": t * 3600.0 * HOURS_PER_MONTH / 1e6,
-                    "break_even_requests_per_s": t / demand["output_tokens_mean"],
-                    "break_even_gpus_easier": t / e["output_tok_s"] * e["gpus_per_replica"],
-                    "demand_output_tok_s": demand["output_tok_s"],
-                    "pays_off_now": now,
-                    "verdict": verdict,
-                }
-            )
-    return pd.DataFrame(rows)
+                BreakEvenRow(
+                    harder=h.label, easier=e.label, harder_family=h.family, easier_family=e.family,
+                    extra_ops_usd_month=_none(extra_ops), gpu_saving_per_token_pct=100.0 * (1.0 - gh / ge),
+                    break_even_output_tok_s=_none(t), break_even_mtok_month=_none(t * 3600.0 * HOURS_PER_MONTH / 1e6),
+                    break_even_requests_per_s=_none(t / demand.output_tokens_mean),
+                    break_even_gpus_easier=_none(t / (e.output_tok_s or math.nan) * (e.gpus_per_replica or 0)),
+                    demand_output_tok_s=demand.output_tok_s, pays_off_now=now, verdict=verdict,
+                )
+            )  # fmt: skip
+    return rows
 
 
-def tco_curve(results: list[EngineResult], cfg: PlaybookConfig, profile: Any = None, steps: int = 60) -> pd.DataFrame:
-    """Monthly TCO per configuration over a range of sustained output rates, in whole replicas.
+def tco_curve(fleet: list[FleetRow], break_evens: list[BreakEvenRow], demand: Demand, steps: int = 60) -> pd.DataFrame:
+    """Monthly TCO per configuration over a range of sustained output rates, in whole replicas (for the plot).
 
     The range runs to twice the larger of the profiled peak, the finite break-even rates and four
     times the best tuned throughput, so the crossing points are visible.
     """
-    fleet = _usable(results, cfg, profile)
-    if fleet.empty:
+    usable = [f for f, _ in _usable(fleet)]
+    if not usable:
         return pd.DataFrame(columns=["label", "output_tok_s", "replicas", "gpu_monthly_usd", "tco_monthly_usd"])
-    be = break_even(results, cfg, profile)
-    demand = traffic_demand(cfg, profile)["output_tok_s"] or 0.0
-    finite = be["break_even_output_tok_s"].dropna().tolist() if not be.empty else []
-    top = 2.0 * max([demand, *finite, 4.0 * float(fleet["output_tok_s"].max())])
-    grid = np.linspace(0.0, top, steps + 1)
+    finite = [b.break_even_output_tok_s for b in break_evens if b.break_even_output_tok_s is not None]
+    top = 2.0 * max([demand.output_tok_s or 0.0, *finite, 4.0 * max(f.output_tok_s or 0.0 for f in usable)])
     rows = []
-    for f in fleet.to_dict("records"):
-        for t in grid:
-            replicas = max(1, math.ceil(t / f["output_tok_s"]))
-            gpu = replicas * f["gpus_per_replica"] * f["price_per_hour"] * HOURS_PER_MONTH
-            rows.append(
-                {
-                    "label": f["label"],
-                    "output_tok_s": float(t),
-                    "replicas": replicas,
-                    "gpu_monthly_usd": gpu,
-                    "ops_monthly_usd": f["ops_monthly_usd"],
-                    "tco_monthly_usd": gpu + f["ops_monthly_usd"],
-                }
-            )
+    for f in usable:
+        for t in np.linspace(0.0, top, steps + 1):
+            replicas = max(1, math.ceil(t / (f.output_tok_s or math.inf)))
+            gpu = replicas * (f.gpus_per_replica or 0) * (f.price_per_hour or 0.0) * HOURS_PER_MONTH
+            rows.append({"label": f.label, "output_tok_s": float(t), "replicas": replicas, "gpu_monthly_usd": gpu,
+                         "ops_monthly_usd": _ops(f), "tco_monthly_usd": gpu + _ops(f)})  # fmt: skip
     return pd.DataFrame(rows)

@@ -1,18 +1,33 @@
 """The record of step 6: every priced measurement, each configuration's representative, the fleet and break-even.
 
-Rows are typed; ``rows_of`` turns the computing functions' DataFrames into them (NaN and pandas' NA
-become None), and ``frame`` turns a list of rows back into a DataFrame for tables and plots.
+Rows are typed and keyed by the configuration's representative (``helpers.benchmark.sla.representative``,
+saved whole in ``representatives``). Two figures are defined here once and saved, so that later steps
+read them instead of computing them again: throughput per GPU (``per_gpu``, on ``PricedRepresentative``
+and ``FleetRow``) and each engine family's cold start (``ColdStart``, in ``cold_starts``). ``frame``
+turns a list of rows into a DataFrame for tables and plots; ``rows_of`` reads a DataFrame's rows as
+plain JSON values (NaN and pandas' NA become None).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, ClassVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from helpers.run.records import Artifact
+from helpers.run.records import Artifact, Representative
+
+
+def per_gpu(value: float | None, gpus: int | None) -> float | None:
+    """Throughput per GPU (or per CPU replica): ``value`` ÷ the replica's accelerators; the one definition.
+
+    None when either is unknown or the replica has no accelerator count.
+    """
+    if value is None or not gpus or math.isnan(value):
+        return None
+    return value / float(gpus)
 
 
 class _Row(BaseModel):
@@ -58,6 +73,17 @@ class PricedRepresentative(PricedPoint):
         default="grid",
         description="capacity (search + trials), fixed (trials at a fixed load) or grid (a schema-1 archive's point).",
     )
+    output_tok_s_per_gpu: float | None = Field(default=None, description="``per_gpu`` of ``output_tok_s``.")
+    request_rate_per_gpu: float | None = Field(default=None, description="``per_gpu`` of ``request_rate``.")
+
+    @model_validator(mode="after")
+    def _per_gpu(self) -> PricedRepresentative:
+        """A record saved before the per-GPU fields: the same definition, from its own saved figures."""
+        if self.output_tok_s_per_gpu is None:
+            self.output_tok_s_per_gpu = per_gpu(self.output_tok_s, self.gpus_per_replica)
+        if self.request_rate_per_gpu is None:
+            self.request_rate_per_gpu = per_gpu(self.request_rate, self.gpus_per_replica)
+        return self
 
 
 class FleetRow(_Row):
@@ -97,6 +123,17 @@ class FleetRow(_Row):
     ops_hours_per_month: float | None = None
     ops_monthly_usd: float | None = None
     tco_monthly_usd: float | None = None
+    output_tok_s_per_gpu: float | None = Field(default=None, description="``per_gpu`` of ``output_tok_s``.")
+    request_rate_per_gpu: float | None = Field(default=None, description="``per_gpu`` of ``request_rate``.")
+
+    @model_validator(mode="after")
+    def _per_gpu(self) -> FleetRow:
+        """A record saved before the per-GPU fields: the same definition, from its own saved figures."""
+        if self.output_tok_s_per_gpu is None:
+            self.output_tok_s_per_gpu = per_gpu(self.output_tok_s, self.gpus_per_replica)
+        if self.request_rate_per_gpu is None:
+            self.request_rate_per_gpu = per_gpu(self.request_rate, self.gpus_per_replica)
+        return self
 
 
 class BreakEvenRow(_Row):
@@ -128,6 +165,22 @@ class Demand(_Row):
     basis: str
 
 
+class ColdStart(_Row):
+    """An engine family's cold start (the restart on every model update): seconds and where they come from.
+
+    The one definition (``cost.fleet.cold_starts``): the median of the run's measured cold starts of the
+    family's configurations, else the dated default of ``data/engine_facts.yaml``.
+    """
+
+    family: str
+    seconds: float
+    source: str
+    measured: bool = False
+    by_label: dict[str, float] = Field(
+        default_factory=dict, description="The measured cold start of each configuration."
+    )
+
+
 class CostAnalysis(Artifact):
     """Step 6's record, read by the decision (step 7), the rollout (step 10) and the run summary."""
 
@@ -138,10 +191,25 @@ class CostAnalysis(Artifact):
     fleet: list[FleetRow] = Field(default_factory=list)
     break_even: list[BreakEvenRow] = Field(default_factory=list)
     demand: Demand
+    representatives: list[Representative] | None = Field(
+        default=None,
+        description="Each configuration's representative as step 6 priced it; None in a record saved before it.",
+    )
+    cold_starts: list[ColdStart] | None = Field(
+        default=None, description="Each engine family's cold start; None in a record saved before it."
+    )
 
     def fleet_row(self, label: str) -> FleetRow | None:
         """The fleet sizing of configuration ``label``."""
         return next((f for f in self.fleet if f.label == label), None)
+
+    def best_row(self, label: str) -> PricedRepresentative | None:
+        """The priced representative of configuration ``label``."""
+        return next((b for b in self.best if b.label == label), None)
+
+    def cold_start(self, family: str) -> ColdStart | None:
+        """The cold start of engine family ``family`` (None: not recorded, or the family not in the run)."""
+        return next((c for c in self.cold_starts or [] if c.family == family), None)
 
 
 def rows_of(df: pd.DataFrame) -> list[dict[str, Any]]:

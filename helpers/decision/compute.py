@@ -1,4 +1,8 @@
-"""Checklist step 7, compute: the tree, the scores and the written answer from the measured results."""
+"""Checklist step 7, compute: the tree, the scores, the choice and the written answer from the saved records.
+
+The fleet and the break-even are step 6's record (``cost.json``), read as saved: nothing is priced again
+here, and a run with measured points but no cost record is an error naming step 6.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,11 @@ import pandas as pd
 from helpers.benchmark.quality_phase import QualityGate
 from helpers.benchmark.sla import settle_estimates
 from helpers.core.config import PlaybookConfig
-from helpers.cost.break_even import break_even
-from helpers.cost.compute import fleet_and_tco
 from helpers.cost.records import CostAnalysis, frame
-from helpers.decision.text import build_answer
+from helpers.decision.choice import choose
+from helpers.decision.text import build_answer, config_warnings
 from helpers.decision.tree import DecisionResult, run_tree, score_engines, tree_verdict
+from helpers.run.reader import MissingRecordError
 from helpers.run.records import EngineResult
 
 
@@ -24,19 +28,20 @@ def decide(
     cost: CostAnalysis | None = None,
     quality: QualityGate | None = None,
 ) -> DecisionResult:
-    """Run the tree, score the configurations, pick primary and backup, and write the answer.
+    """Run the tree, score the configurations, choose primary and backup, and word the answer.
 
-    The fleet and break-even come from step 6's ``cost`` record when given (the notebook path), so the
-    decision quotes exactly the numbers step 6 shows; without it (tests, tools) they are computed here
-    by the same functions. A configuration that failed step 5's quality gate (``quality``) is not eligible.
+    ``cost`` is step 6's record (``cost.analysis.analyse``, saved as ``cost.json``); the decision quotes
+    exactly its numbers. Without it, a run that measured something raises ``MissingRecordError``. A
+    configuration that failed step 5's quality gate (``quality``) is not eligible.
     """
+    if cost is None and any(r.points for r in results):
+        raise MissingRecordError(CostAnalysis.artifact, "step 7's decision")
     settle_estimates(results, cfg)
     steps = run_tree(cfg, profile, results)
     family, end = tree_verdict(steps)
-    if cost is not None:
-        fleet, be = frame(cost.fleet), frame(cost.break_even)
-    else:
-        fleet = fleet_and_tco(results, cfg, profile) if results else pd.DataFrame()
-        be = break_even(results, cfg, profile) if results else pd.DataFrame()
+    fleet = frame(cost.fleet) if cost is not None else pd.DataFrame()
+    be = frame(cost.break_even) if cost is not None else pd.DataFrame()
     scores = score_engines(results, cfg, steps, fleet, quality.failed() if quality is not None else None)
-    return build_answer(cfg, profile, results, steps, family, end, scores, fleet, be)
+    warnings = config_warnings(cfg, profile, family, results)
+    choice = choose(cfg, profile, results, steps, family, scores, fleet, be, warnings)
+    return build_answer(cfg, profile, steps, end, scores, fleet, be, choice)

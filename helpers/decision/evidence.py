@@ -29,6 +29,7 @@ from helpers.benchmark.capacity_compare import CapacityDifference, compare_capac
 from helpers.benchmark.sla import capacity_side, standing_points
 from helpers.benchmark.stats import compare
 from helpers.core.config import PlaybookConfig
+from helpers.cost.records import per_gpu
 from helpers.run.records import EngineResult
 
 Verdict = Literal["measured", "equivalent", "not_conclusive", "not_measured"]
@@ -122,8 +123,9 @@ def compare_best(
         return verdict
     fixed = "fixed" in {r.get("source") for r in rows}
     key = "output_tok_s" if fixed else "request_rate"
-    rows = [r for r in rows if r.get(key)]
-    rows.sort(key=lambda c: (-c[key] / c["gpus_per_replica"], c["label"]))
+    per = f"{key}_per_gpu"  # step 6's one definition of per accelerator (``cost.records.per_gpu``), as saved
+    rows = [r for r in rows if r.get(key) and r.get(per)]
+    rows.sort(key=lambda c: (-c[per], c["label"]))
     if len(rows) < 2:
         verdict.text = "Fewer than two configurations have a measured capacity: there is nothing to compare."
         verdict.decided_by = "tree and operations cost" if rows else "nothing measured"
@@ -131,8 +133,7 @@ def compare_best(
     a, b = rows[0], rows[1]
     ra, rb = by_label[a["label"]], by_label[b["label"]]
     verdict.faster, verdict.slower = a["label"], b["label"]
-    verdict.faster_mean = a[key] / a["gpus_per_replica"]
-    verdict.slower_mean = b[key] / b["gpus_per_replica"]
+    verdict.faster_mean, verdict.slower_mean = a[per], b[per]
     if fixed:
         verdict.metric = "output tok/s per accelerator at a fixed load (no capacity search)"
         _fixed(verdict, ra, rb, a["gpus_per_replica"], b["gpus_per_replica"], margin)
@@ -157,8 +158,8 @@ def compare_best(
 
 def _fixed(v: EvidenceVerdict, ra: EngineResult, rb: EngineResult, ga: int, gb: int, margin: float) -> None:
     """Three verdicts from the fixed-load trials that kept up (Welch's interval of the difference)."""
-    va = [p.output_tok_s / ga for p in standing_points(ra)]
-    vb = [p.output_tok_s / gb for p in standing_points(rb)]
+    va = [per_gpu(p.output_tok_s, ga) or 0.0 for p in standing_points(ra)]
+    vb = [per_gpu(p.output_tok_s, gb) or 0.0 for p in standing_points(rb)]
     v.trials = {ra.label: len(va), rb.label: len(vb)}
     n = f"{len(va)} and {len(vb)} trials"
     if len(va) < 2 or len(vb) < 2:

@@ -2,8 +2,8 @@
 
 Baseline likelihoods and the dated facts come from ``data/engine_facts.yaml``; the config's answers
 raise them (AMD planned raises hardware binding, frequent updates raise model-support lag, a small
-or low-MLOps team raises ops complexity). Cold starts are this run's measurements
-(``EngineResult.cold_start_s``) where the run has them, the dated facts otherwise; a source that
+or low-MLOps team raises ops complexity). Cold starts are step 6's (``CostAnalysis.cold_starts``: this
+run's measurements where it has them, the dated facts otherwise); a source that
 names a file outside the repository is marked as such rather than cited. The migration plan reads
 what changes straight from the engine adapters: launch flags (``knob_flags``, with real weights:
 never ``--load-format dummy``), entry point, image, ports and metric names; its rollback triggers are
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -22,6 +21,7 @@ import pandas as pd
 
 from helpers.core.config import Knobs, PlaybookConfig
 from helpers.core.paths import REPO_ROOT
+from helpers.cost.records import CostAnalysis
 from helpers.decision.tree import DISPLAY, DecisionResult
 from helpers.engines import ENGINES, EngineAdapter
 from helpers.model.reference_data import FamilyFacts, load_engine_facts
@@ -48,15 +48,21 @@ def citable(source: str) -> str:
     return _FILE.sub(lambda m: m.group(0) if (REPO_ROOT / m.group(0)).is_file() else OUTSIDE, source)
 
 
-def cold_start(family: str, f: FamilyFacts | None, results: list[EngineResult] | None) -> ColdStart:
-    """The run's measured cold start of ``family`` (median over its configurations), else the dated fact."""
-    measured = [(r.label, r.cold_start_s) for r in results or [] if _family(r.engine) == family and r.cold_start_s]
-    if measured:
-        secs = statistics.median(s for _, s in measured)
-        who = ", ".join(f"{label} {s:,.0f} s" for label, s in measured)
-        return ColdStart(secs, f"measured in this run: {who}", True)
+def cold_start(family: str, f: FamilyFacts | None, cost: CostAnalysis | None) -> ColdStart:
+    """``family``'s cold start as step 6 saved it (``cost.fleet.cold_starts``, the one definition), in words.
+
+    Measured: the median over the family's configurations, each named; else the dated fact, its source cited.
+    A record saved before step 6 kept cold starts says so; nothing is measured again here.
+    """
+    saved = cost.cold_start(family) if cost is not None else None
+    if saved is not None and saved.measured:
+        who = ", ".join(f"{label} {s:,.0f} s" for label, s in saved.by_label.items())
+        return ColdStart(saved.seconds, f"measured in this run: {who}", True)
     if f is None:
         return ColdStart(0.0, "no cold start measured or on file", False)
+    if cost is not None and cost.cold_starts is None:
+        return ColdStart(f.cold_start.seconds, "step 6's record has no cold starts (not recorded); the dated fact: "
+                         + citable(f"{f.cold_start.source}; {f.cold_start.date}"), False)  # fmt: skip
     return ColdStart(f.cold_start.seconds, citable(f"{f.cold_start.source}; {f.cold_start.date}"), False)
 
 
@@ -131,12 +137,10 @@ def _risks(family: str, f: FamilyFacts, cfg: PlaybookConfig, backup: str, cold: 
     ]
 
 
-def risk_register(
-    decision: DecisionResult, cfg: PlaybookConfig, results: list[EngineResult] | None = None
-) -> pd.DataFrame:
+def risk_register(decision: DecisionResult, cfg: PlaybookConfig, cost: CostAnalysis | None = None) -> pd.DataFrame:
     """One row per (engine family, risk): likelihood, impact, dated evidence, mitigation, role.
 
-    ``results`` (the run's engine results) supply the measured cold starts; without them the dated facts do.
+    ``cost`` (step 6's record) supplies the cold starts it saved; without it the dated facts do.
     """
     facts = load_engine_facts()
     roles: dict[str, list[str]] = {}
@@ -155,7 +159,7 @@ def risk_register(
             else "other"
         )
         fallback = decision.backup if role == "primary" else decision.primary
-        cold = cold_start(family, facts[family], results)
+        cold = cold_start(family, facts[family], cost)
         for r in _risks(family, facts[family], cfg, fallback or "the backup", cold):
             rows.append(
                 {
@@ -194,11 +198,15 @@ def _options(adapter: EngineAdapter, knobs: Knobs) -> str:
 
 
 def migration_plan(
-    decision: DecisionResult, cfg: PlaybookConfig, results: list[EngineResult] | None = None
+    decision: DecisionResult,
+    cfg: PlaybookConfig,
+    results: list[EngineResult] | None = None,
+    cost: CostAnalysis | None = None,
 ) -> dict[str, Any]:
     """Plan the move from primary to backup: what changes, the effort, and when to roll back.
 
-    ``results`` supply the target's measured cold start (else the dated fact). The rollback triggers are
+    ``cost`` (step 6's record) supplies the target's cold start (else the dated fact); ``results`` the
+    backup's measured baseline. The rollback triggers are
     ``helpers.rollout.rollback``'s criteria with the backup's measured baseline, and the traffic steps are
     the rollout's one schedule (``helpers.rollout.rollback.TRAFFIC_STEPS``).
 
@@ -240,7 +248,7 @@ def migration_plan(
         changes.append((f"metric: {fld.name}", a or "(none)", b or "(none)"))
     facts = load_engine_facts()
     renamed = sum(1 for _, a, b in changes if a != b)
-    dst_cold = cold_start(dst.family, facts.get(dst.family), results)
+    dst_cold = cold_start(dst.family, facts.get(dst.family), cost)
     dst_build = dst_cold.seconds
     effort = [
         ("deploy the new image and flags to a canary", 1.0, "assumption"),

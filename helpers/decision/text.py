@@ -1,4 +1,7 @@
-"""The written side of step 7: warnings, primary/backup choice, the four-sentence answer, the phase plan.
+"""The written side of step 7: warnings, reasons, the four-sentence answer, the phase plan.
+
+The choice itself (primary, backup, the evidence verdict) is made in ``decision.choice.choose``; this module
+only words it.
 
 Every number in the sentences is formatted from the rounded value stored in the decision's
 tables (``DecisionResult.tables``), with ``ROUND`` giving the decimals, so a reader can trace it.
@@ -14,17 +17,15 @@ import pandas as pd
 
 from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
-from helpers.decision.departures import concurrency_evidence, departures
-from helpers.decision.evidence import EvidenceVerdict, compare_best, same_standing
+from helpers.decision.choice import Choice
+from helpers.decision.departures import concurrency_evidence
 from helpers.decision.tree import (
     DISPLAY,
-    WEIGHTS,
     DecisionResult,
     EngineScore,
     Phase,
     TreeStep,
     rank_candidates,
-    reuse_evidence,
     rubric,
 )
 from helpers.run.records import EngineResult
@@ -103,18 +104,6 @@ def config_warnings(cfg: PlaybookConfig, profile: Any, tree_family: str, results
         if r.status in ("failed", "skipped"):
             w.append(f"`{r.label}` {r.status}: {r.reason or 'no reason recorded'}; it cannot be primary.")
     return w
-
-
-def _pick(scores: list[EngineScore], tree_family: str, warnings: list[str]):
-    """Primary and backup scores (backup prefers a different family), or (None, None)."""
-    ranked = rank_candidates(scores, tree_family)
-    if not ranked:
-        return None, None
-    primary = ranked[0]
-    others = [s for s in ranked[1:] if s.family != primary.family] or ranked[1:]
-    if not others:
-        warnings.append(f"Only `{primary.label}` is eligible: there is no measured backup.")
-    return primary, others[0] if others else None
 
 
 def _evidence(fleet: pd.DataFrame, scores: list[EngineScore], sla: float) -> list[dict[str, Any]]:
@@ -284,72 +273,9 @@ def phase_plan(cfg: PlaybookConfig, profile: Any, res: dict[str, Any], scores: l
     ]  # fmt: skip
 
 
-def _better_estimate_wins(verdict: EvidenceVerdict, primary: str, rows: list[dict[str, Any]]) -> bool:
-    """Whether the configuration with the better estimate must be the primary (``decision.evidence``).
-
-    A measured difference decides. Equivalent or not conclusive, the two compared are alike for the tree and
-    the operations cost when one engine family has both at the same operations cost: then the better estimate
-    wins (never the worse one), and the verdict says so.
-    """
-    if verdict.faster is None or verdict.slower is None or verdict.faster_mean == verdict.slower_mean:
-        return False  # nothing to compare, or no better estimate: the scores (then the labels) decide
-    if verdict.decided_by == "measurement":
-        return verdict.faster != primary
-    if verdict.verdict not in ("equivalent", "not_conclusive") or primary not in (verdict.faster, verdict.slower):
-        return False
-    rows_by = {r["label"]: r for r in rows}
-    if not same_standing(rows_by.get(verdict.faster, {}), rows_by.get(verdict.slower, {})):
-        return False
-    if verdict.verdict == "equivalent":
-        verdict.decided_by = "better estimate"
-        verdict.text += (
-            f" The tree and the operations cost do not separate them (one engine family, the same operations "
-            f"cost): the better estimate, `{verdict.faster}`, is the primary."
-        )
-    else:
-        verdict.text += f" Until it is resolved, the better estimate, `{verdict.faster}`, is the primary."
-    return verdict.faster != primary
-
-
-def build_answer(
-    cfg: PlaybookConfig,
-    profile: Any,
-    results: list[EngineResult],
-    steps: list[TreeStep],
-    tree_family: str,
-    end: int,
-    scores: list[EngineScore],
-    fleet: pd.DataFrame,
-    be: pd.DataFrame,
-) -> DecisionResult:
-    """Assemble the ``DecisionResult`` from the tree, the scores and the cost tables."""
-    warnings = config_warnings(cfg, profile, tree_family, results)
-    reuse = reuse_evidence(profile, results)[0]
-    departed = departures(cfg, steps, WEIGHTS, concurrency_evidence(profile, results), reuse)
-    warnings += [f"Borderline: {x.report}; {x.why}." for x in departed if x.borderline]
-    measured = any(s.measured for s in scores)
-    primary, backup = _pick(scores, tree_family, warnings)
-    eligible = {s.label for s in scores if s.eligible}
-    rows = [r for r in fleet.to_dict("records") if r.get("label") in eligible] if not fleet.empty else []
-    be_list = be.to_dict("records") if not be.empty else []
-    verdict = compare_best(rows, results, be_list, cfg)
-    by_label = {s.label: s for s in scores}
-    if primary is not None and verdict.faster in by_label and _better_estimate_wins(verdict, primary.label, rows):
-        winner = by_label[verdict.faster]
-        backup = primary if primary.family != winner.family or backup is None else backup
-        primary = winner
-    contradiction = None
-    if verdict.decided_by == "measurement" and primary is not None and primary.family != tree_family:
-        contradiction = (
-            f"The measurements contradict the seed's decision tree: it points to {DISPLAY[tree_family]}, but "
-            f"{verdict.text[0].lower() + verdict.text[1:]}"
-        )
-    if measured and not any(bool(s.sla_share) for s in scores if s.measured):
-        warnings.append(f"No measured configuration meets the {cfg.sla.ttft_p95_ms:g} ms TTFT p95 SLA.")
-    if any(r.get("priced_as") == "cpu" for r in fleet.to_dict("records")) if not fleet.empty else False:
-        warnings.append("CPU configurations are priced with the ASSUMED `cpu` price in gpu_prices.yaml.")
-    fam_ok = [s for s in scores if s.eligible and s.family == tree_family]
-    overruled = primary is not None and primary.family != tree_family and bool(fam_ok)
+def _reasons(steps: list[TreeStep], scores: list[EngineScore], choice: Choice, tree_family: str, overruled: bool):
+    """The reasons list: the evidence, the tree's path, why some cannot be primary, and why the pair was chosen."""
+    primary, backup, verdict = choice.primary, choice.backup, choice.verdict
     reasons = [f"Tree: step {s.step} ({s.dimension}): {s.reason}" for s in steps if s.reached]
     if verdict.text:
         reasons.insert(0, f"Evidence: {verdict.text}")
@@ -371,8 +297,44 @@ def build_answer(
             )
         else:
             reasons.append(f"`{backup.label}` is the backup: the best eligible configuration of another family.")
-    if primary is None:
+    return reasons
+
+
+def _warnings(cfg: PlaybookConfig, scores: list[EngineScore], fleet: pd.DataFrame, choice: Choice, tree_family: str):
+    """The warnings of the answer beyond the config's: nothing within the SLA, CPU prices, nothing eligible."""
+    warnings = list(choice.warnings)
+    if any(s.measured for s in scores) and not any(bool(s.sla_share) for s in scores if s.measured):
+        warnings.append(f"No measured configuration meets the {cfg.sla.ttft_p95_ms:g} ms TTFT p95 SLA.")
+    if any(r.get("priced_as") == "cpu" for r in fleet.to_dict("records")) if not fleet.empty else False:
+        warnings.append("CPU configurations are priced with the ASSUMED `cpu` price in gpu_prices.yaml.")
+    if choice.primary is None:
         warnings.append(f"No eligible measured configuration: the answer is the tree's ({DISPLAY[tree_family]}).")
+    return warnings
+
+
+def build_answer(
+    cfg: PlaybookConfig,
+    profile: Any,
+    steps: list[TreeStep],
+    end: int,
+    scores: list[EngineScore],
+    fleet: pd.DataFrame,
+    be: pd.DataFrame,
+    choice: Choice,
+) -> DecisionResult:
+    """Word the decision made in ``decision.choice.choose`` (``choice``): reasons, warnings, sentences, phase plan.
+
+    Nothing here changes the choice: the primary, the backup and the verdict are ``choice``'s.
+    """
+    primary, backup, verdict, tree_family = choice.primary, choice.backup, choice.verdict, choice.tree_family
+    contradiction = None
+    if verdict.decided_by == "measurement" and primary is not None and primary.family != tree_family:
+        contradiction = (
+            f"The measurements contradict the seed's decision tree: it points to {DISPLAY[tree_family]}, but "
+            f"{verdict.text[0].lower() + verdict.text[1:]}"
+        )
+    fam_ok = [s for s in scores if s.eligible and s.family == tree_family]
+    overruled = primary is not None and primary.family != tree_family and bool(fam_ok)
     be_rows = [{k: _r(k, v) for k, v in row.items()} for row in be.to_dict("records")] if not be.empty else []
     res: dict[str, Any] = {
         "steps": steps,
@@ -385,15 +347,15 @@ def build_answer(
         "backup": backup.label if backup else None,
         "backup_family": backup.family if backup else None,
         "overruled": overruled,
-        "reasons": reasons,
-        "warnings": warnings,
+        "reasons": _reasons(steps, scores, choice, tree_family, overruled),
+        "warnings": _warnings(cfg, scores, fleet, choice, tree_family),
         "sla_ttft_p95_ms": cfg.sla.ttft_p95_ms,
         "evidence": _evidence(fleet, scores, cfg.sla.ttft_p95_ms),
         "break_even": be_rows,
         "verdict": verdict,
         "contradiction": contradiction,
         "rubric": rubric(),
-        "departures": departed,
+        "departures": choice.departures,
     }
     res["sentences"] = _sentences(res, steps, scores)
     res["phase_plan"] = phase_plan(cfg, profile, res, scores)

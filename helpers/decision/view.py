@@ -64,10 +64,10 @@ def show_departures(d: DecisionResult) -> None:
 
 def risk(ctx: Context, d: DecisionResult) -> RiskRecord:
     """Step 8: the risk register and the migration plan from primary to backup; saved as ``risk.json``."""
-    results = ctx.folder.engine_results()
-    plan = migration_plan(d, ctx.cfg, results)
+    results, cost = ctx.folder.engine_results(), ctx.folder.load(CostAnalysis)
+    plan = migration_plan(d, ctx.cfg, results, cost)
     rec = RiskRecord(
-        register=rows_of(risk_register(d, ctx.cfg, results)),
+        rows=rows_of(risk_register(d, ctx.cfg, cost)),
         migration={k: (rows_of(v) if isinstance(v, pd.DataFrame) else v) for k, v in plan.items()},
     )
     ctx.folder.save(rec)
@@ -76,7 +76,7 @@ def risk(ctx: Context, d: DecisionResult) -> RiskRecord:
 
 def show_risk(ctx: Context, rec: RiskRecord) -> None:
     """Display the risk register and the migration plan."""
-    show_table(pd.DataFrame(rec.register), "Risk register")
+    show_table(pd.DataFrame(rec.rows), "Risk register")
     plan = rec.migration
     say(f"Migration plan: {plan.get('from')} → {plan.get('to') or 'no backup'}", "note")
     if plan.get("changes"):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from helpers.report.index import archived_runs
 from helpers.report.notebook import Context, say, show_figure, show_table
+from helpers.report.run_summary import build_summary
 from helpers.review.compare import ReviewResult, changes_for_people
 from helpers.review.compare import review as review_runs
 from helpers.review.records import ReviewRecord
 from helpers.review.trend import trend_figure
 from helpers.review.versions import currency_sentences, latest_versions, version_currency
-from helpers.run.summary import build_summary
 
 
 def review(ctx: Context) -> ReviewResult:

@@ -28,10 +28,10 @@ from helpers.core.secrets import known_secrets, redact
 from helpers.core.text import slug
 from helpers.report.html import render_report
 from helpers.report.index import write_index
+from helpers.report.run_summary import write_summary
 from helpers.run.lock import RunLock
 from helpers.run.processes import Watchdog
 from helpers.run.progress import PROGRESS_FILE
-from helpers.run.summary import write_summary
 from helpers.tools.engine_subset import config_file, select_engines
 from helpers.tools.kernel import RunKernel, kernel_manager_writing_to
 from helpers.tools.progress_console import watch_progress

@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from decision_data import decide_measured as decide
 
 from helpers.benchmark.judged import grid_readings
 from helpers.core.config import load_config
-from helpers.decision.compute import decide
 from helpers.run.folder import RunFolder
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-default-two"

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 from decision_data import SGLANG, VLLM, cfg, lmdeploy_random_cfg, results, scaled
+from decision_data import decide_measured as decide
 
 from helpers.benchmark.quality import ItemResult, QualityOutcome, load_eval_set, paired_delta_interval, wilson
 from helpers.benchmark.quality_phase import (
@@ -24,7 +25,6 @@ from helpers.benchmark.quality_phase import (
 )
 from helpers.benchmark.speculative import compare_speculative
 from helpers.core.config import parse_config
-from helpers.decision.compute import decide
 from helpers.run.records import EngineResult, Point, SpecDecodeStats, write_json_atomic
 
 N = 50

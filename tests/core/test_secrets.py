@@ -9,7 +9,7 @@ from fakes.fake_process import fake_server
 from helpers.benchmark.run import run_benchmarks
 from helpers.core.config import parse_config
 from helpers.measure.metrics import parse_page
-from helpers.run.summary import build_summary
+from helpers.report.run_summary import build_summary
 
 KEY = "sk-playbook-test-4f9c2e7a1b"
 

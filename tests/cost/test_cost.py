@@ -6,22 +6,39 @@ from decision_data import SGLANG, TRT, TRT_FAILED, VLLM, cfg, recorded, results,
 from matplotlib.figure import Figure
 
 from helpers.core.errors import ConfigError
-from helpers.cost.break_even import break_even, tco_curve
-from helpers.cost.compute import (
-    HOURS_PER_MONTH,
-    best_points,
-    cost_per_million,
-    cost_table,
-    fleet_and_tco,
-    price_for,
-    traffic_demand,
-    within_sla,
-)
+from helpers.cost.analysis import analyse
+from helpers.cost.break_even import tco_curve
+from helpers.cost.compute import HOURS_PER_MONTH, cost_per_million, price_for, traffic_demand, within_sla
+from helpers.cost.compute import cost_table as cost_rows
 from helpers.cost.plots import plot_cost_per_mtok, plot_tco_stacked, plot_tco_vs_traffic
+from helpers.cost.records import frame
 from helpers.model.reference_data import load_gpu_prices
 
 PEAK = {"format": "mooncake", "source": "trace.jsonl", "peak_requests_per_s": 20, "output_tokens_mean": 256,
         "concurrency_p99": 120}  # fmt: skip
+
+
+def cost_table(res, c):
+    """Step 6's priced points as a table."""
+    return frame(cost_rows(res, c))
+
+
+def _table(res, c, profile, rows):
+    """One table of step 6's record (``analyse``, run once), empty when nothing was measured."""
+    a = analyse(res, c, profile)
+    return frame(getattr(a, rows)) if a is not None else pd.DataFrame()
+
+
+def best_points(res, c):
+    return _table(res, c, None, "best")
+
+
+def fleet_and_tco(res, c, profile):
+    return _table(res, c, profile, "fleet")
+
+
+def break_even(res, c, profile):
+    return _table(res, c, profile, "break_even")
 
 
 @pytest.mark.parametrize(
@@ -154,7 +171,7 @@ def test_fleet_p99_concurrency_can_dominate_and_ops_hours_from_config():
 
 def test_fleet_without_sla_point_or_demand():
     f = fleet_and_tco(results(VLLM), cfg([VLLM], sla={"ttft_p95_ms": 10}), PEAK).iloc[0]
-    assert pd.isna(f["replicas"]) and math.isnan(f["tco_monthly_usd"]) and "no measured point" in f["sizing_basis"]
+    assert pd.isna(f["replicas"]) and pd.isna(f["tco_monthly_usd"]) and "no measured point" in f["sizing_basis"]
     f = fleet_and_tco(results(VLLM), cfg([VLLM]), None).iloc[0]
     assert f["replicas"] == 1 and "one replica" in f["sizing_basis"]
 
@@ -177,12 +194,13 @@ def test_break_even_never_when_harder_is_not_cheaper():
     slow = scaled(results(TRT)[0], 0.5)
     be = break_even([results(VLLM)[0], slow], cfg([VLLM, TRT]), PEAK)
     row = be.iloc[0]
-    assert row["harder"] == TRT and math.isnan(row["break_even_output_tok_s"]) and row["verdict"].startswith("never")
+    assert row["harder"] == TRT and pd.isna(row["break_even_output_tok_s"]) and row["verdict"].startswith("never")
 
 
 def test_tco_curve_and_plots():
     res, c = results(), cfg()
-    curve = tco_curve(res, c, PEAK)
+    a = analyse(res, c, PEAK)
+    curve = tco_curve(a.fleet, a.break_even, a.demand)
     assert set(curve["label"]) == {VLLM, SGLANG, TRT} and (curve["replicas"] >= 1).all()
     figs = [
         plot_cost_per_mtok(cost_table(res, c)),

@@ -2,8 +2,8 @@ import json
 
 import pytest
 from decision_data import SGLANG, TRT, TRT_FAILED, VLLM, cfg, numbers_in, recorded, results, scaled
+from decision_data import decide_measured as decide
 
-from helpers.decision.compute import decide
 from helpers.decision.tree import DecisionResult, EngineScore, rank_candidates, run_tree, tree_verdict
 
 STABLE = {"updates_per_month": 0.2}

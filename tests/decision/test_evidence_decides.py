@@ -6,9 +6,9 @@ share a traffic seed (common random numbers), as they share streams.
 """
 
 from decision_data import cfg
+from decision_data import decide_measured as decide
 from fakes.sim_engine import searched_result
 
-from helpers.decision.compute import decide
 from helpers.run.records import CapacitySummary, EngineResult, Point
 
 PROFILE = {"format": "csv", "source": "trace.csv", "peak_requests_per_s": 2.0, "output_tokens_mean": 256}

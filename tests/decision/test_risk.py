@@ -3,10 +3,11 @@ import re
 
 import pytest
 from decision_data import SGLANG, TRT, VLLM, cfg, results, scaled
+from decision_data import decide_measured as decide
 
 from helpers.core.config import Knobs
 from helpers.core.paths import REPO_ROOT
-from helpers.decision.compute import decide
+from helpers.cost.analysis import analyse
 from helpers.decision.risk import citable, migration_plan, risk_register
 from helpers.engines import ENGINES
 from helpers.model.reference_data import load_engine_facts
@@ -92,7 +93,7 @@ def test_migration_plan_reads_the_adapters():
     assert ch.loc["metrics path", "from"] == "/prometheus/metrics"
     assert any("2,000 ms" in t for t in plan["rollback_triggers"])
     assert not any("tok/s" in t for t in plan["rollback_triggers"])  # without the results: no measured floor
-    plan = migration_plan(d, c, results(VLLM, SGLANG, TRT))
+    plan = migration_plan(d, c, results(VLLM, SGLANG, TRT), analyse(results(VLLM, SGLANG, TRT), c))
     assert any("417 tok/s with 10 running" in t for t in plan["rollback_triggers"])  # the backup's measurement
     assert plan["effort_days"] == pytest.approx(plan["effort"]["days"].sum())
 
@@ -131,12 +132,12 @@ def test_register_quotes_the_runs_measured_cold_starts():
     d, c = _decision([VLLM, SGLANG], cadence=STABLE)
     res = results(VLLM, SGLANG)
     res = [r.model_copy(update={"cold_start_s": s}) for r, s in zip(res, (81.0, 133.0), strict=True)]
-    reg = risk_register(d, c, res)
+    reg = risk_register(d, c, analyse(res, c))
     vllm_ops = _cell(reg, "vllm", "ops complexity", "evidence")
     sglang_ops = _cell(reg, "sglang", "ops complexity", "evidence")
     assert "81 s per update (measured in this run" in vllm_ops and "62 s" not in vllm_ops
     assert "133 s per update (measured in this run" in sglang_ops and "125 s" not in sglang_ops
-    # without results the dated facts remain, labelled with their source
+    # without step 6's record the dated facts remain, labelled with their source
     assert "62 s per update (seed 003" in _cell(risk_register(d, c), "vllm", "ops complexity", "evidence")
 
 

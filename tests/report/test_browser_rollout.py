@@ -21,7 +21,7 @@ from headless import Browser, find_chromium
 from helpers.core.config import load_config
 from helpers.core.paths import PLAYBOOK_DIR
 from helpers.report.html import render_report
-from helpers.run.summary import write_summary
+from helpers.report.run_summary import write_summary
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "browser"

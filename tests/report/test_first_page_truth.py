@@ -17,8 +17,9 @@ from helpers.decision.compute import decide
 from helpers.environment.engine_status import engine_status_frame
 from helpers.report.first_page import break_even_lines, first_page_html, output_unit
 from helpers.report.html import _header_html
+from helpers.report.run_summary import build_summary
 from helpers.run.folder import RunFolder
-from helpers.run.summary import build_summary, parse_summary
+from helpers.run.summary import parse_summary
 from helpers.workload.profile import Profile
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from helpers.core.config import load_config
 from helpers.core.paths import PLAYBOOK_DIR
+from helpers.report.run_summary import build_summary
 from helpers.review.records import ReviewRecord
 from helpers.run.folder import RunFolder
 from helpers.run.records import Figure
-from helpers.run.summary import build_summary
 from helpers.tools.runner import execute
 
 ARCHIVED = Path(__file__).resolve().parents[2] / "reports" / "h200-20261201-chat-8b-poisson"

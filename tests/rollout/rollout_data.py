@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from decision_data import decide_measured as decide
 from decision_data import with_fixed_trials
 
 from helpers.core.config import PlaybookConfig, parse_config
-from helpers.decision.compute import decide
 from helpers.decision.tree import DecisionResult
 from helpers.run.records import EngineResult
 

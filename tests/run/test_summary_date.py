@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from helpers.core.config import load_config
-from helpers.run.summary import build_summary
+from helpers.report.run_summary import build_summary
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-flat-rate"
 
