@@ -16,5 +16,7 @@ class RiskRecord(Artifact):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     # saved as ``register``; the attribute is ``rows`` (``register`` is a method of every pydantic model)
-    rows: list[dict[str, Any]] = Field(default_factory=list, alias="register", description="One row per (family, risk).")
+    rows: list[dict[str, Any]] = Field(
+        default_factory=list, alias="register", description="One row per (family, risk)."
+    )
     migration: dict[str, Any] = Field(default_factory=dict, description="From primary to backup: changes, effort.")

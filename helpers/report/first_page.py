@@ -1,13 +1,15 @@
 """The report's first page, read in a minute: the answer, how sure it is, the trade-off, what would change it.
 
-Built only from ``summary.json`` (schema 2): the four-sentence answer as plain text (identifiers are no
-longer wrapped in backticks), the contradiction with the seed's tree when the measurement overrules it,
-the verdict (measured, equivalent or not conclusive: the first line when not conclusive) with what decided,
-its interval and the probes behind it, one chart of output
-per GPU (per replica on a CPU run: ``output_unit``) against TTFT p95 for every configuration with the
-SLA line and the recommended one marked, the figures that decided with units and intervals, what would
-change the decision (the edge cases, borderline inputs, and the break-even of the primary against the
-configurations still in contention: ``break_even_lines``), and what this run did not measure.
+Built only from saved records: ``summary.json`` (schema 2) and step 6's ``cost.json`` inside it (the
+per-GPU throughput, read as saved; ARCHITECTURE.md's first-page table names where each field is computed),
+rendered by ``templates/pages/first_page.html.j2`` with autoescaping. It shows the four-sentence answer as
+plain text (identifiers are no longer wrapped in backticks), the contradiction with the seed's tree when the
+measurement overrules it, the verdict (measured, equivalent or not conclusive: the first line when not
+conclusive) with what decided, its interval and the probes behind it, one chart of output per GPU (per
+replica on a CPU run: ``output_unit``) against TTFT p95 for every configuration with the SLA line and the
+recommended one marked, the figures that decided with units and intervals, what would change the decision
+(the edge cases, borderline inputs, and the break-even of the primary against the configurations still in
+contention: ``break_even_lines``), and what this run did not measure.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import io
 from typing import Any
 
 from helpers.core.config_engines import placeholder_weights
+from helpers.cost.records import CostAnalysis
 from helpers.engines import ENGINES
-from helpers.report.notebook import esc
+from helpers.report.pages import render
+from helpers.run import reader
 from helpers.run.records import Figure, Representative
 from helpers.run.summary import RunSummary
 
@@ -39,10 +43,15 @@ def output_unit(summary: RunSummary) -> str:
     return "per CPU replica" if on_cpu(summary) else "per GPU"
 
 
-def _per_gpu(summary: RunSummary, label: str, rep: Representative) -> float:
-    engine = next((e for e in summary.config.get("engines") or [] if e.get("label") == label), {})
-    tp = rep.knobs.get("tensor_parallel") or (engine.get("knobs") or {}).get("tensor_parallel") or 1
-    return (rep.output_tok_s.mean if rep.output_tok_s else 0.0) / float(tp)
+def saved_cost(summary: RunSummary) -> CostAnalysis | None:
+    """Step 6's record as the summary holds it (``cost.json``), typed; None when it has none or another shape."""
+    return reader.embedded(summary.cost, CostAnalysis)
+
+
+def per_gpu_of(cost: CostAnalysis | None, rep: Representative) -> float | None:
+    """Output tok/s per GPU of ``rep`` as step 6 saved it (``cost.records.per_gpu``); None: not recorded."""
+    row = cost.best_row(rep.label) if cost is not None else None
+    return row.output_tok_s_per_gpu if row is not None and row.representative == rep.key else None
 
 
 def _error_bar(fig: Figure) -> list[list[float]] | None:
@@ -57,11 +66,13 @@ def tradeoff_png(summary: RunSummary) -> str | None:
     # heavy; imported only where a figure is drawn
     import matplotlib.pyplot as plt
 
+    cost = saved_cost(summary)
     pts = [
-        (e.label, _per_gpu(summary, e.label, e.representative), e.representative)
+        (e.label, per_gpu_of(cost, e.representative), e.representative)
         for e in summary.engines
         if e.representative and e.representative.output_tok_s and e.representative.ttft_ms_p95
     ]
+    pts = [(label, x, rep) for label, x, rep in pts if x is not None]  # not recorded: not drawn
     if not pts:
         return None
     sla = (summary.config.get("sla") or {}).get("ttft_p95_ms")
@@ -167,45 +178,34 @@ def break_even_lines(decision: dict[str, Any]) -> list[str]:
     return out
 
 
-def first_page_html(summary: RunSummary) -> str:
-    """The first page's HTML (every user-supplied string escaped)."""
-    decision = summary.decision or {}
-    parts = []
-    if decision.get("contradiction"):
-        parts.append(f"<p class='pb-warn'><b>{esc(plain(decision['contradiction']))}</b></p>")
-    sentences = summary.recommendation.sentences
-    if sentences:
-        parts.append(f"<div class='pb-answer'>{esc(' '.join(plain(s) for s in sentences))}</div>")
-    else:
-        parts.append("<p class='pb-missing'>No recommendation could be made in this run (see step 7).</p>")
+def _verdict(decision: dict[str, Any]) -> dict[str, Any] | None:
+    """The verdict line: its headline, text and class; ``first`` when not conclusive (the page's first line)."""
     verdict: dict[str, Any] = decision.get("verdict") or {}
-    if verdict.get("text"):
-        head = verdict_headline(verdict)
-        css = "pb-warn" if verdict.get("verdict") == "not_conclusive" else "pb-note"
-        line = f"<p class='{css}'><b>Verdict: {esc(head)}.</b> {esc(plain(verdict['text']))}</p>"
-        if verdict.get("verdict") == "not_conclusive":
-            parts.insert(0, line)  # the first line of the page: the answer below it is provisional
-        else:
-            parts.append(line)
-    chart = tradeoff_png(summary)
-    if chart:
-        alt = f"output {output_unit(summary)} against TTFT p95 for every configuration"
-        parts.append(f"<img alt='{esc(alt)}' src='{chart}'>")
-    rows = "".join(f"<tr>{''.join(f'<td>{esc(c)}</td>' for c in r)}</tr>" for r in _deciding_rows(summary))
-    parts.append(
-        "<table class='pb-meta'><thead><tr><th>configuration</th><th>throughput (95% CI)</th><th>cost</th>"
-        f"<th>measured as</th></tr></thead><tbody>{rows}</tbody></table>"
-    )
+    if not verdict.get("text"):
+        return None
+    first = verdict.get("verdict") == "not_conclusive"
+    return {"head": verdict_headline(verdict), "text": plain(verdict["text"]), "first": first,
+            "css": "pb-warn" if first else "pb-note"}  # fmt: skip
+
+
+def first_page_html(summary: RunSummary) -> str:
+    """The first page's HTML, from ``templates/pages/first_page.html.j2`` (every value autoescaped)."""
+    decision = summary.decision or {}
     change = [
         plain(w)
         for w in decision.get("warnings") or []
         if "Edge case" in w or "break-even" in w.lower() or w.startswith("Borderline")
     ]
-    change += break_even_lines(decision)
-    if change:
-        items = "".join(f"<li>{esc(c)}</li>" for c in change)
-        parts.append(f"<p><b>What would change the decision</b></p><ul>{items}</ul>")
-    missing = _not_measured(summary)
-    if missing:
-        parts.append(f"<p><b>Not measured in this run</b></p><ul>{''.join(f'<li>{esc(m)}</li>' for m in missing)}</ul>")
-    return "".join(parts)
+    chart = tradeoff_png(summary)
+    page = render(
+        "first_page.html.j2",
+        contradiction=plain(decision["contradiction"]) if decision.get("contradiction") else None,
+        answer=" ".join(plain(s) for s in summary.recommendation.sentences),
+        verdict=_verdict(decision),
+        chart=chart,
+        chart_alt=f"output {output_unit(summary)} against TTFT p95 for every configuration" if chart else "",
+        rows=_deciding_rows(summary),
+        change=change + break_even_lines(decision),
+        missing=_not_measured(summary),
+    )
+    return str(page)

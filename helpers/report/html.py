@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from helpers.core.paths import TEMPLATES_DIR
 
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 from helpers.report.first_page import first_page_html
 from helpers.report.index import configuration_head, hardware_text
 from helpers.report.notebook import STEP_TITLES, esc
-from helpers.run.summary import parse_summary
+from helpers.report.pages import fragment, render
+from helpers.run.summary import RunSummary, read_summary
 
 
 def _clean_outputs(cell: nbformat.NotebookNode) -> None:
@@ -33,38 +34,29 @@ def _clean_outputs(cell: nbformat.NotebookNode) -> None:
     cell["execution_count"] = None
 
 
-def _header_html(summary: dict[str, Any], failures: dict[str, str]) -> str:
-    rec = summary.get("recommendation") or {}
-    answer = first_page_html(parse_summary(summary))
-    hw = summary.get("hardware") or {}
-    hw_text = hardware_text(hw)
-    engines = ", ".join(
-        f"{configuration_head(e['label'], e['engine'], e.get('version'))}: {e.get('status')}"
-        for e in summary.get("engines", [])
-    )
+def _header_html(summary: RunSummary, failures: dict[str, str]) -> str:
+    """The report's header (``templates/pages/report_header.html.j2``) from the run's summary record."""
+    rec = summary.recommendation
+    engines = ", ".join(f"{configuration_head(e.label, e.engine, e.version)}: {e.status}" for e in summary.engines)
     meta = [
-        ("Run", summary.get("run_id")),
-        ("Date (UTC)", summary.get("created_utc")),
-        ("Workload", summary.get("workload")),
-        ("Model", summary.get("model")),
-        ("Hardware", hw_text),
+        ("Run", summary.run_id),
+        ("Date (UTC)", summary.created_utc),
+        ("Workload", summary.workload),
+        ("Model", summary.model),
+        ("Hardware", hardware_text(summary.hardware)),
         ("Engines", engines),
-        ("Primary / backup", f"{rec.get('primary') or '–'} / {rec.get('backup') or '–'}"),
+        ("Primary / backup", f"{rec.primary or '–'} / {rec.backup or '–'}"),
     ]
-    rows = "".join(f"<tr><td><b>{esc(k)}</b></td><td>{esc(v)}</td></tr>" for k, v in meta)
-    toc = "".join(f"<li><a href='#step-{n}'>Step {n} — {esc(t)}</a></li>" for n, t in STEP_TITLES.items())
-    fail = ""
-    if failures:
-        items = "".join(f"<li>{esc(k)}: {esc(v)}</li>" for k, v in failures.items())
-        fail = f"<p class='pb-warn'>Some notebooks failed; their sections show the error:</p><ul>{items}</ul>"
-    flags = summary.get("review_flags") or []
-    flag_html = "".join(f"<p class='pb-warn'>{esc(f)}</p>" for f in flags)
-    return (
-        f"<h1>Engine decision report: {esc(summary.get('workload'))}</h1>"
-        f"{flag_html}<h3>Recommendation</h3>{answer}{fail}<h3>Run</h3>"
-        f"<table class='pb-meta'>{rows}</table>"
-        f"<h3>Contents</h3><ol class='pb-toc' style='list-style:none;padding-left:0'>{toc}</ol>"
+    page = render(
+        "report_header.html.j2",
+        workload=summary.workload,
+        flags=summary.review_flags,
+        first_page=fragment(first_page_html(summary)),
+        failures=failures,
+        meta=[(k, "" if v is None else v) for k, v in meta],
+        toc=list(STEP_TITLES.items()),
     )
+    return str(page)
 
 
 def _report_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
@@ -95,7 +87,7 @@ def merged_notebook(run_dir: Path) -> nbformat.NotebookNode:
     from nbformat.v4 import new_markdown_cell, new_notebook, new_output  # with nbformat, as above
 
     run_dir = Path(run_dir)
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    summary = read_summary(run_dir / "summary.json")
     run_info = (
         json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if (run_dir / "run.json").is_file() else {}
     )
@@ -121,7 +113,7 @@ def merged_notebook(run_dir: Path) -> nbformat.NotebookNode:
         )
     merged = new_notebook(cells=cells)
     merged.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    merged.metadata["title"] = esc(f"Engine decision report: {summary.get('workload')}")
+    merged.metadata["title"] = esc(f"Engine decision report: {summary.workload}")
     return merged
 
 

@@ -1,7 +1,9 @@
 """The archive of runs under ``reports/``: reading runs back and writing ``reports/index.html``.
 
 The index lists every run, the batches, the trends per workload, and links the measurement pages of the
-docs (``docs/measurements/``: one dated page per measured run, with the figures the runs gave).
+docs (``docs/measurements/``: one dated page per measured run, with the figures the runs gave). It reads each
+run's saved ``summary.json`` through ``helpers.run.reader`` and renders ``templates/pages/index.html.j2``
+(autoescaped). The list of batches belongs to the tools layer, which renders it and passes it in.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from helpers.core.paths import MEASUREMENTS_DIR
-from helpers.report.notebook import esc
+from helpers.report.pages import fragment, render
 from helpers.review.trend import trend_html
-from helpers.run.summary import EngineSummary, RunSummary, SummaryError, read_summary
-from helpers.tools.batch.index import batches_section
+from helpers.run import reader
+from helpers.run.summary import EngineSummary, RunSummary, SummaryError
 
 
 def archived_runs(reports_dir: Path) -> list[RunSummary]:
@@ -26,7 +28,7 @@ def archived_runs(reports_dir: Path) -> list[RunSummary]:
     runs = []
     for p in sorted(Path(reports_dir).glob("*/summary.json")):
         try:
-            s = read_summary(p)
+            s = reader.run_summary(p.parent)
         except SummaryError:
             continue
         runs.append(s.model_copy(update={"run_id": p.parent.name}))
@@ -78,58 +80,45 @@ def measurement_pages(folder: Path = MEASUREMENTS_DIR) -> list[tuple[str, Path]]
 
 def measurements_html(reports_dir: Path, folder: Path = MEASUREMENTS_DIR) -> str:
     """The index's list of measurement pages, each linked relative to ``reports_dir``; '' when there are none."""
-    pages = measurement_pages(folder)
-    if not pages:
-        return ""
-    items = "".join(
-        f"<li><a href='{esc(Path(os.path.relpath(p, reports_dir)).as_posix())}'>{esc(t)}</a></li>" for t, p in pages
-    )
-    return (
-        "<h2>Measurements</h2><p>One page per measured run, with every figure it gave and the code it measured "
-        f"(<code>docs/measurements/</code>; <code>make docs</code> builds them as a site).</p><ul>{items}</ul>"
-    )
+    pages = [(t, Path(os.path.relpath(p, reports_dir)).as_posix()) for t, p in measurement_pages(folder)]
+    return str(render("measurements.html.j2", pages=pages)) if pages else ""
+
+
+def _run_row(r: RunSummary) -> dict[str, Any]:
+    """One archived run as the index's table shows it (values as text; the template escapes them)."""
+    rec = r.recommendation
+    return {
+        "created": r.created_utc or "", "workload": r.workload, "model": r.model or "",
+        "hardware": hardware_text(r.hardware), "engines": [engine_text(e) for e in r.engines],
+        "primary": rec.primary or "–", "backup": rec.backup or "–", "link": f"{r.run_id}/report.html",
+        "run_id": r.run_id,
+    }  # fmt: skip
 
 
 def index_html(runs: list[RunSummary], batches: str = "", measurements: str = "") -> str:
-    """The index page: one row per archived run, newest first, each linking to its report; then ``batches``.
+    """The index page (``templates/pages/index.html.j2``): one row per archived run, newest first.
 
-    ``measurements``: the list of measurement pages (``measurements_html``), after the batches.
+    Each row links to its report; then ``batches`` (the batch list, already rendered), ``measurements``
+    (``measurements_html``) and the trends per workload.
     """
-    rows = []
-    for r in reversed(runs):
-        rec = r.recommendation
-        engines = "<br>".join(esc(engine_text(e)) for e in r.engines)
-        link = f"{r.run_id}/report.html"
-        rows.append(
-            "<tr>"
-            f"<td>{esc(r.created_utc)}</td><td>{esc(r.workload)}</td><td>{esc(r.model)}</td>"
-            f"<td>{esc(hardware_text(r.hardware))}</td><td>{engines}</td>"
-            f"<td>{esc(rec.primary or '–')} / {esc(rec.backup or '–')}</td>"
-            f"<td><a href='{esc(link)}'>{esc(r.run_id)}</a></td>"
-            "</tr>"
-        )
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("date (UTC)", "workload", "model", "hardware", "engines", "primary / backup", "report")
+    page = render(
+        "index.html.j2",
+        runs=[_run_row(r) for r in reversed(runs)],
+        heads=["date (UTC)", "workload", "model", "hardware", "engines", "primary / backup", "report"],
+        batches=fragment(batches),
+        measurements=fragment(measurements),
+        trends=fragment(trend_html(runs)),
     )
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Engine Playbook — archived runs</title>"
-        "<style>body{font-family:sans-serif;max-width:1300px;margin:auto}table{border-collapse:collapse;font-size:13px}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f2f2f2}</style></head><body>"
-        f"<h1>Engine Playbook — archived runs</h1><p>{len(runs)} run(s).</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        f"{batches}"
-        f"{measurements}"
-        f"{trend_html(runs)}"
-        "</body></html>"
-    )
+    return str(page)
 
 
-def write_index(reports_dir: Path) -> Path:
-    """Rewrite ``reports/index.html`` from the archived runs."""
+def write_index(reports_dir: Path, batches: str = "") -> Path:
+    """Rewrite ``reports/index.html`` from the archived runs; ``batches``: the batch list, already rendered.
+
+    The tools layer (``helpers.tools.reports_index.write_reports_index``) passes the batches in.
+    """
     reports_dir = Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     out = reports_dir / "index.html"
-    html = index_html(archived_runs(reports_dir), batches_section(reports_dir), measurements_html(reports_dir))
-    out.write_text(html, encoding="utf-8")
+    out.write_text(index_html(archived_runs(reports_dir), batches, measurements_html(reports_dir)), encoding="utf-8")
     return out

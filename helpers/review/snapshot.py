@@ -7,23 +7,23 @@ was searched) and $/M output tokens as plain numbers for tables and trends, and 
 (``helpers.review.significance``). The $/M figure's interval is the throughput's, inverted: $/M is
 price ÷ throughput, so ``[usd × mean/high, usd × mean/low]`` (unbounded above when the throughput's
 interval reaches zero). Archived runs from before intervals (schema 1, grid points, one trial) have
-figures with n=1 and no bounds.
+figures with n=1 and no bounds. The $/M figure is the one the run's step 6 saved (through its summary);
+where it saved none, the snapshot says "not recorded" and prices nothing itself.
 """
 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helpers.core.config import Cost
-from helpers.core.errors import PlaybookError
-from helpers.cost.compute import cost_per_million, family_of, price_for
+from helpers.engines import ENGINES
 from helpers.review.significance import has_interval
 from helpers.run.records import Figure
 from helpers.run.summary import EngineSummary, RunSummary, parse_summary
+
+NOT_RECORDED = "not recorded (the run's step 6 priced no measurement for it)"
 
 
 class _Model(BaseModel):
@@ -68,21 +68,6 @@ class RunSnapshot(_Model):
     engines: list[EngineSnapshot] = Field(default_factory=list)
 
 
-def _price(summary: RunSummary, engine: str, label: str, knobs: dict[str, Any]) -> tuple[float | None, str]:
-    """$/hour of one replica of ``label`` as the archived config priced it (price × tensor-parallel GPUs)."""
-    conf = summary.config or {}
-    try:
-        cost = Cost.model_validate(conf.get("cost") or {})
-        price, source, _ = price_for(engine, SimpleNamespace(cost=cost))  # price_for reads only cfg.cost
-    except (PlaybookError, ValueError) as err:
-        return None, f"no price: {err}"
-    gpus = knobs.get("tensor_parallel")
-    if not gpus:
-        spec = next((e for e in conf.get("engines") or [] if e.get("label") == label), {})
-        gpus = (spec.get("knobs") or {}).get("tensor_parallel") or 1
-    return price * int(gpus), f"computed: {int(gpus)} × {source}"
-
-
 def as_summary(summary: RunSummary | dict[str, Any]) -> RunSummary:
     """``summary`` as a ``RunSummary`` (a dict is parsed as schema 1 or 2)."""
     return summary if isinstance(summary, RunSummary) else parse_summary(summary)
@@ -105,9 +90,7 @@ def _engine_snapshot(summary: RunSummary, e: EngineSummary) -> EngineSnapshot:
     out = out_fig.mean if out_fig is not None else None
     usd, source = e.usd_per_mtok_output, e.cost_source or "summary"
     if usd is None and out:
-        hourly, source = _price(summary, e.engine, e.label, rep.knobs if rep else {})
-        usd = None if hourly is None else cost_per_million(hourly, out)
-        usd = None if usd is None or math.isnan(usd) else usd
+        source = NOT_RECORDED  # an archive whose step 6 priced nothing for it: said so, never priced again here
     elif usd is None:
         source = "no measured point"
     figures = {
@@ -123,7 +106,7 @@ def _engine_snapshot(summary: RunSummary, e: EngineSummary) -> EngineSnapshot:
     return EngineSnapshot(
         label=e.label,
         engine=e.engine,
-        family=family_of(e.engine),
+        family=ENGINES[e.engine].family if e.engine in ENGINES else "",
         version=e.version,
         status=e.status,
         representative=rep.key if rep is not None else None,

@@ -9,13 +9,17 @@ belong to their steps; callers pass them in, so this module stays below the step
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from helpers.core.errors import PlaybookError
 from helpers.run.folder import RunFolder
 from helpers.run.records import Artifact, EngineResult
+from helpers.run.summary import RunSummary, read_summary
 
 A = TypeVar("A", bound=Artifact)
+R = TypeVar("R", bound=BaseModel)
 
 # which step, and which notebook, writes each record (ARCHITECTURE.md's records table)
 WRITTEN_BY: dict[str, tuple[str, str]] = {
@@ -64,3 +68,18 @@ def need(run: RunFolder | str | Path, model: type[A], needed_by: str = "") -> A:
 def engine_results(run: RunFolder | str | Path) -> list[EngineResult]:
     """Step 5's records: every engine configuration's result with its points, as saved."""
     return folder_of(run).engine_results()
+
+
+def embedded(data: dict[str, Any] | None, model: type[R]) -> R | None:
+    """A record that another record holds as JSON data (``summary.json``'s ``cost``), typed; None if it does not fit."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def run_summary(run: RunFolder | str | Path) -> RunSummary:
+    """The run's ``summary.json`` (schema 1 or 2); ``SummaryError`` when it is missing or reads as neither."""
+    return read_summary(folder_of(run).file(RunSummary))

@@ -1,6 +1,6 @@
 """The report's first page: contradiction first, plain sentences, confidence, chart, deciding figures, gaps."""
 
-from helpers.report.first_page import first_page_html
+from helpers.report.first_page import first_page_html, per_gpu_of, saved_cost
 from helpers.run.summary import parse_summary
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -36,6 +36,19 @@ def summary(contradiction=None):
                     "text": "`a` and `b` are equivalent within ±5%",
                 },
             },  # fmt: skip
+            "cost": {  # step 6's record as saved: the priced representative, with its throughput per GPU
+                "best": [
+                    {
+                        "label": "a",
+                        "engine": "vllm",
+                        "representative": "a@4.000req/s",
+                        "output_tok_s": 1000.0,
+                        "gpus_per_replica": 2,
+                        "usd_per_mtok_output": 0.5,
+                    }
+                ],
+                "demand": {"output_tokens_mean": 250.0, "basis": "no peak traffic given"},
+            },  # fmt: skip
             "config": {
                 "sla": {"ttft_p95_ms": 2000},
                 "engines": [{"label": f"a{XSS}", "knobs": {"dummy_weights": True}}],
@@ -66,3 +79,21 @@ def test_a_verdict_that_is_not_conclusive_is_the_first_line_of_the_page():
     s.decision["verdict"] = {"verdict": "measured", "difference_pct": 12.0, "low_pct": 6.1, "high_pct": 18.3}
     s.decision["verdict"]["text"] = "`a` serves 12.0% more"
     assert "Verdict: measured, +12.0% [+6.1%, +18.3%]." in first_page_html(s)
+
+
+def test_a_script_in_a_label_or_a_sentence_is_text_not_markup():
+    s = summary(None)
+    s.engines[0].label = "<script>alert('label')</script>"
+    s.recommendation.sentences = ["Use `<script>alert(1)</script>` now."]
+    html = first_page_html(s)
+    assert "<script>" not in html and "&lt;script&gt;alert(&#39;label&#39;)&lt;/script&gt;" in html
+    assert "Use &lt;script&gt;alert(1)&lt;/script&gt; now." in html
+
+
+def test_throughput_per_gpu_is_read_from_step_6s_record_and_never_computed_when_missing():
+    s = summary(None)
+    assert per_gpu_of(saved_cost(s), s.engines[0].representative) == 500.0  # 1,000 tok/s on 2 GPUs, as saved
+    s.cost = None  # an archive whose summary holds no cost record: not recorded, so not drawn
+    assert per_gpu_of(saved_cost(s), s.engines[0].representative) is None
+    html = first_page_html(s)
+    assert "data:image/png;base64," not in html and "1,000 ± 50 (n=3) output tok/s" in html

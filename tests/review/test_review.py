@@ -26,8 +26,20 @@ def _engine(label, engine, version, tok_s, ttft, tp=1, concurrency=50):
             "tuned_knobs": None, "representative_point": point}  # fmt: skip
 
 
+def priced_as_step_6(engines):
+    """The cost section step 6 saved for ``engines``: a fleet row each, $/h × GPUs ÷ (tok/s × 3600) × 1e6."""
+    fleet = []
+    for e in engines:
+        p = e["representative_point"]
+        if p is not None:
+            gpus = p["knobs"].get("tensor_parallel", 1)
+            fleet.append({"label": e["label"], "usd_per_mtok_output": PRICE * gpus / (p["output_tok_s"] * 3600) * 1e6})
+    return {"points": [], "fleet": fleet, "break_even": [], "demand": {}}
+
+
 def summary(run_id, created, engines, primary, backup, workload="chat-prod", cost=None, family=None):
-    """A hand-built summary.json of the shape helpers.run.summary writes."""
+    """A hand-built summary.json of the shape helpers.run.summary writes (its cost section as step 6 saved it)."""
+    cost = priced_as_step_6(engines) if cost is None else cost
     s = {
         "schema": 1,
         "run_id": run_id,
@@ -163,7 +175,7 @@ def test_renamed_configuration_matches_by_engine_and_failed_one_is_handled():
     assert not any("sglang-h100 output" in f for f in r.flags)
 
 
-def test_cost_section_wins_when_present():
+def test_cost_section_is_read_and_a_missing_price_is_not_recomputed():
     # the shape helpers.cost.view writes to cost.json: a row per point, and a fleet row per configuration
     points = [
         {"label": "sglang-h100", "phase": "tune", "concurrency": 10, "knobs": "", "usd_per_mtok_output": 9.9},
@@ -174,9 +186,11 @@ def test_cost_section_wins_when_present():
     by = {e.label: e for e in s.engines}
     assert by["sglang-h100"].usd_per_mtok == 0.123 and by["sglang-h100"].cost_source == "summary cost section"
     assert by["vllm-h100"].usd_per_mtok == 0.456
-    computed = {e.label: e for e in snapshot({**Q1, "cost": {"points": [], "fleet": []}}).engines}
-    assert computed["vllm-h100"].usd_per_mtok == pytest.approx(2 * PRICE / (12500 * 3600) * 1e6)
-    assert computed["vllm-h100"].cost_source.startswith("computed: 2 × config cost.gpu_price_per_hour")
+    # a run whose step 6 priced nothing: the review says so and never prices it itself from the archived config
+    unpriced = {e.label: e for e in snapshot({**Q1, "cost": {"points": [], "fleet": []}}).engines}
+    assert unpriced["vllm-h100"].usd_per_mtok is None and unpriced["vllm-h100"].output_tok_s == 12500
+    assert unpriced["vllm-h100"].cost_source.startswith("not recorded")
+    assert "usd_per_mtok" not in unpriced["vllm-h100"].figures
 
 
 def test_trend_rows_figure_and_index_section():

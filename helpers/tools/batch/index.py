@@ -4,7 +4,8 @@
 
 The page has one table (a row per cell: its axis values, state, primary engine, $/M output tokens, its
 reason when it failed, a link to its report) and one chart ($/M output tokens per cell, bars named by the
-primary engine), embedded as a PNG so the page is one file that opens offline.
+primary engine), embedded as a PNG so the page is one file that opens offline. Both pages are rendered from
+``helpers/report/templates/pages/`` (``batch_index.html.j2``, ``batches_section.html.j2``), autoescaped.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import base64
 import io
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
-from helpers.report.notebook import esc
+from helpers.report.pages import render
 from helpers.run.records import write_json_atomic
 from helpers.tools.batch.progress import duration_text
 
@@ -105,45 +106,31 @@ def _money(v: float | None) -> str:
     return "–" if v is None else f"${v:,.3f}"
 
 
+def _cell_row(c: CellRow, axes: list[str]) -> dict[str, Any]:
+    """One cell as the page's table shows it (text only; the template escapes it)."""
+    primary = f"{c.primary} ({c.primary_engine} {c.primary_version or '?'})" if c.primary else "–"
+    return {
+        "status": c.status, "status_text": c.status + (" (kept)" if c.kept else ""), "reason": c.reason,
+        "cells": [c.cell, *(c.values.get(a, "") for a in axes)],
+        "after": [primary, _money(c.usd_per_mtok), "–" if c.output_tok_s is None else f"{c.output_tok_s:,.0f}",
+                  "–" if c.seconds is None else duration_text(c.seconds), c.where or "–"],
+        "report": c.report, "run_id": c.run_id,
+    }  # fmt: skip
+
+
 def index_html(record: BatchRecord) -> str:
-    """The batch page: counts, the chart, and the table of cells, each linked to its report."""
+    """The batch page (``templates/pages/batch_index.html.j2``): counts, the chart, each cell linked to its report."""
     counts = {s: sum(1 for c in record.cells if c.status == s) for s in ("ok", "failed", "running", "pending")}
-    head = ["cell", *record.axes, "status", "primary", "$/M output tok", "output tok/s", "wall time", "ran on"]
-    head.append("report")
-    rows = []
-    for c in record.cells:
-        link = f"<a href='{esc(c.report)}'>{esc(c.run_id)}</a>" if c.report else esc(c.run_id)
-        status = esc(c.status + (" (kept)" if c.kept else ""))
-        status += f"<br><small>{esc(c.reason)}</small>" if c.reason else ""
-        primary = f"{c.primary} ({c.primary_engine} {c.primary_version or '?'})" if c.primary else "–"
-        cells = [
-            esc(c.cell),
-            *(esc(c.values.get(a, "")) for a in record.axes),
-            status,
-            esc(primary),
-            esc(_money(c.usd_per_mtok)),
-            esc("–" if c.output_tok_s is None else f"{c.output_tok_s:,.0f}"),
-            esc("–" if c.seconds is None else duration_text(c.seconds)),
-            esc(c.where or "–"),
-            link,
-        ]
-        rows.append(f"<tr class='pb-{esc(c.status)}'>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
-    png = base64.b64encode(chart_png(record)).decode("ascii")
-    at = f" at {esc(record.address)}" if record.address else ""
-    th = "".join(f"<th>{esc(h)}</th>" for h in head)
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Batch {esc(record.name)}</title>"
-        "<style>body{font-family:sans-serif;max-width:1300px;margin:auto}table{border-collapse:collapse;font-size:13px}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f2f2f2}"
-        ".pb-failed td{background:#fdecea}</style></head><body>"
-        f"<h1>Batch {esc(record.name)}</h1><p>{esc(record.description)}</p>"
-        f"<p>{len(record.cells)} cell(s): {counts['ok']} ok, {counts['failed']} failed, {counts['running']} running, "
-        f"{counts['pending']} pending. Executor {esc(record.executor)}{at};"
-        f" matrix {esc(record.source)}; updated {esc(record.updated_utc)}. <a href='../index.html'>All runs</a></p>"
-        f"<img alt='$ per million output tokens per cell' src='data:image/png;base64,{png}'>"
-        f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        "</body></html>"
+    heads = ["cell", *record.axes, "status", "primary", "$/M output tok", "output tok/s", "wall time", "ran on"]
+    page = render(
+        "batch_index.html.j2",
+        record=record,
+        counts=counts,
+        heads=[*heads, "report"],
+        rows=[_cell_row(c, record.axes) for c in record.cells],
+        png=base64.b64encode(chart_png(record)).decode("ascii"),
     )
+    return str(page)
 
 
 def write_batch_index(batch_dir: Path, record: BatchRecord) -> Path:
@@ -163,10 +150,10 @@ def batches_section(reports_dir: Path) -> str:
         rec = read_record(d)
         if rec is None:
             continue
-        ok = sum(1 for c in rec.cells if c.status == "ok")
-        failed = sum(1 for c in rec.cells if c.status == "failed")
         items.append(
-            f"<li><a href='{esc(d.name)}/index.html'>{esc(rec.name)}</a>: {len(rec.cells)} cell(s), {ok} ok, "
-            f"{failed} failed; executor {esc(rec.executor)}; updated {esc(rec.updated_utc)}</li>"
-        )
-    return f"<h2>Batches</h2><ul>{''.join(items)}</ul>" if items else ""
+            {"href": f"{d.name}/index.html", "name": rec.name, "cells": len(rec.cells),
+             "ok": sum(1 for c in rec.cells if c.status == "ok"),
+             "failed": sum(1 for c in rec.cells if c.status == "failed"),
+             "executor": rec.executor, "updated": rec.updated_utc}
+        )  # fmt: skip
+    return str(render("batches_section.html.j2", batches=items)) if items else ""
