@@ -7,7 +7,7 @@ run's measurements where it has them, the dated facts otherwise); a source that
 names a file outside the repository is marked as such rather than cited. The migration plan reads
 what changes straight from the engine adapters: launch flags (``knob_flags``, with real weights:
 never ``--load-format dummy``), entry point, image, ports and metric names; its rollback triggers are
-the rollout's one set of criteria (``helpers.rollout.rollback``).
+the rollout's one set of criteria (``helpers.decision.rollback``).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import pandas as pd
 from helpers.core.config import Knobs, PlaybookConfig
 from helpers.core.paths import REPO_ROOT
 from helpers.cost.records import CostAnalysis
+from helpers.decision.rollback import criteria_of_result, schedule_text
 from helpers.decision.tree import DISPLAY, DecisionResult
 from helpers.engines import ENGINES, EngineAdapter
 from helpers.model.reference_data import FamilyFacts, load_engine_facts
-from helpers.rollout.rollback import criteria_of_result, schedule_text
 from helpers.run.records import EngineResult
 
 LEVELS = ["low", "medium", "high"]
@@ -207,8 +207,8 @@ def migration_plan(
 
     ``cost`` (step 6's record) supplies the target's cold start (else the dated fact); ``results`` the
     backup's measured baseline. The rollback triggers are
-    ``helpers.rollout.rollback``'s criteria with the backup's measured baseline, and the traffic steps are
-    the rollout's one schedule (``helpers.rollout.rollback.TRAFFIC_STEPS``).
+    ``helpers.decision.rollback``'s criteria with the backup's measured baseline, and the traffic steps are
+    the rollout's one schedule (``helpers.decision.rollback.TRAFFIC_STEPS``).
 
     Returns ``{"from", "to", "changes" (DataFrame: aspect, from, to), "effort_days", "effort"
     (DataFrame: task, days, basis), "rollback_triggers" (list), "steps" (list)}``.

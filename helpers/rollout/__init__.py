@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from helpers.cost.records import CostAnalysis
 from helpers.decision.tree import DecisionResult
 from helpers.rollout import alerts, canary, dashboard, k8s, launch, pilot, runbook, scaling
 from helpers.rollout.alerts import AlertThresholds, check_expressions, check_rules, thresholds_from
@@ -23,6 +24,7 @@ from helpers.rollout.dashboard import expressions, validate_dashboard
 from helpers.rollout.k8s import validate_manifests
 from helpers.rollout.rollback import criteria_for
 from helpers.rollout.series import engine_selector, gpu_selector, signals
+from helpers.workload.profile import Profile
 
 __all__ = [
     "ARTIFACTS",
@@ -46,14 +48,14 @@ def write_rollout(
     thresholds: AlertThresholds | None = None,
     replicas: int | None = None,
     model_claim: str | None = None,
-    cost: dict[str, Any] | None = None,
-    profile: dict[str, Any] | None = None,
+    cost: CostAnalysis | None = None,
+    profile: Profile | None = None,
 ) -> dict[str, Path]:
     """Write the rollout artifacts of the decision's primary configuration; artifact key → path.
 
     ``decision`` is a ``DecisionResult`` (or its JSON dump), ``results`` the run's ``EngineResult``
-    list, ``cost`` step 6's ``cost.json`` (its fleet row sizes the Deployment; ``replicas`` overrides
-    it) and ``profile`` step 1's ``profile.json`` (the pilot plan compares with it). ``thresholds``
+    list, ``cost`` step 6's record (its fleet row sizes the Deployment; ``replicas`` overrides
+    it) and ``profile`` step 1's record (the pilot plan compares with it). ``thresholds``
     defaults to the config's ``alerts`` with its SLA. Raises ``RolloutError`` when the primary cannot
     be deployed.
     """
@@ -70,7 +72,8 @@ def write_rollout(
     sizing = scaling.fleet_sizing(cost, chosen.spec.label)
     if replicas is not None:
         sizing = sizing.model_copy(update={"replicas": replicas, "basis": f"{replicas} replica(s), set by the caller"})
-    auto = scaling.policy(cfg, chosen, sig, sizing, (cost or {}).get("demand")) if cfg.hardware.autoscaling else None
+    demand = cost.demand if cost is not None else None
+    auto = scaling.policy(cfg, chosen, sig, sizing, demand) if cfg.hardware.autoscaling else None
     rule_doc = alerts.rules(chosen, th, sig, crit)
     files["alerts"] = alerts.write_rules(artifact_path(out, "alerts"), chosen, th, doc=rule_doc)
     files["dashboard"] = dashboard.write_dashboard(artifact_path(out, "dashboard"), chosen, th)

@@ -9,13 +9,12 @@ the knobs to retune are the ones tuned here, with the values tried and the direc
 
 from __future__ import annotations
 
-from typing import Any
-
 from helpers.core.config import PlaybookConfig
 from helpers.rollout.canary import title_of
 from helpers.rollout.choice import Chosen
 from helpers.rollout.rollback import Baseline, measured_baseline
 from helpers.rollout.series import Signals
+from helpers.workload.profile import Profile
 
 PILOT_WEEKS = "1-2 weeks"  # seed 003 §7.4 gives the whole landing phase 2-4 weeks
 
@@ -24,10 +23,9 @@ def _fmt(v: float | None, fmt: str = "{:,.0f}") -> str:
     return "–" if v is None else fmt.format(v)
 
 
-def where(cfg: PlaybookConfig, b: Baseline, profile: dict[str, Any] | None) -> list[str]:
+def where(cfg: PlaybookConfig, b: Baseline, profile: Profile | None) -> list[str]:
     """Which services to pilot on: the configured ones, or how to choose them, with the capacity they must fit."""
-    prof = profile or {}
-    peak = prof.get("peak_requests_per_s") or cfg.workload.peak_requests_per_s
+    peak = (profile.peak_requests_per_s if profile is not None else None) or cfg.workload.peak_requests_per_s
     cap = b.request_rate
     lines = []
     if cfg.rollout.pilot_services:
@@ -51,13 +49,13 @@ def where(cfg: PlaybookConfig, b: Baseline, profile: dict[str, Any] | None) -> l
         else:
             served += ": the pilot services' combined peak must stay below that, or add replicas."
         lines.append(served)
-    inp, out = prof.get("input_tokens") or {}, prof.get("output_tokens") or {}
-    if inp.get("p50") is not None and out.get("p50") is not None:
+    if profile is not None:
+        inp, out = profile.input_tokens, profile.output_tokens
         lines.append(
-            f"- Their prompts should resemble the profile: median {inp['p50']:,.0f} input / {out['p50']:,.0f} output "
-            f"tokens (p95 {_fmt(inp.get('p95'))} / {_fmt(out.get('p95'))})."
+            f"- Their prompts should resemble the profile: median {inp.p50:,.0f} input / {out.p50:,.0f} output "
+            f"tokens (p95 {_fmt(inp.p95)} / {_fmt(out.p95)})."
         )
-    elif not prof:
+    else:
         w = cfg.workload
         lines.append(f"- Their prompts should resemble the benchmark's: {w.input_tokens:,} input / "
                      f"{w.output_tokens:,} output tokens.")  # fmt: skip
@@ -115,7 +113,7 @@ def retune(chosen: Chosen) -> list[str]:
     return lines
 
 
-def pilot_markdown(cfg: PlaybookConfig, chosen: Chosen, sig: Signals, profile: dict[str, Any] | None,
+def pilot_markdown(cfg: PlaybookConfig, chosen: Chosen, sig: Signals, profile: Profile | None,
                    launch_files: dict[str, str]) -> str:  # fmt: skip
     """The pilot plan for ``chosen`` as markdown."""
     b = measured_baseline(chosen)

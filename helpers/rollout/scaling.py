@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.benchmark.in_flight import in_flight
 from helpers.core.config import PlaybookConfig
+from helpers.cost.records import CostAnalysis, Demand
 from helpers.rollout.alerts import check_expressions
 from helpers.rollout.choice import Chosen
 from helpers.rollout.k8s import NoAliases, labels_of
@@ -64,23 +65,21 @@ class AutoscalingPolicy(_Model):
     triggers: list[Trigger]
 
 
-def fleet_sizing(cost: dict[str, Any] | None, label: str) -> FleetSizing:
-    """The primary's replicas from ``cost.json`` (its ``fleet`` row for ``label``), else 1 with the reason."""
-    rows = [r for r in (cost or {}).get("fleet") or [] if isinstance(r, dict) and r.get("label") == label]
-    if not rows:
+def fleet_sizing(cost: CostAnalysis | None, label: str) -> FleetSizing:
+    """The primary's replicas from step 6's record (its ``fleet`` row for ``label``), else 1 with the reason."""
+    row = cost.fleet_row(label) if cost is not None else None
+    if row is None:
         return FleetSizing(replicas=1, basis="step 6 wrote no fleet sizing for this configuration: 1 replica",
                            from_fleet=False)  # fmt: skip
-    row = rows[0]
-    n = row.get("replicas")
-    if not isinstance(n, int | float) or (isinstance(n, float) and math.isnan(n)) or n < 1:
+    n = row.replicas
+    if n is None or n < 1:
         return FleetSizing(
             replicas=1,
             basis="step 6 could not size a fleet (no measured point met the SLA): 1 replica to pilot with",
             from_fleet=False,
         )
-    gpus = row.get("gpus_per_replica")
-    basis = f"step 6 fleet sizing: {int(n)} replica(s) for {row.get('sizing_basis') or 'the profiled peak'}"
-    return FleetSizing(replicas=int(n), gpus_per_replica=gpus if isinstance(gpus, int) else None, basis=basis,
+    basis = f"step 6 fleet sizing: {int(n)} replica(s) for {row.sizing_basis or 'the profiled peak'}"
+    return FleetSizing(replicas=int(n), gpus_per_replica=row.gpus_per_replica, basis=basis,
                        from_fleet=True)  # fmt: skip
 
 
@@ -93,7 +92,7 @@ def _baseline_in_flight(chosen: Chosen) -> tuple[int, str] | None:
 
 
 def policy(
-    cfg: PlaybookConfig, chosen: Chosen, sig: Signals, sizing: FleetSizing, demand: dict[str, Any] | None = None
+    cfg: PlaybookConfig, chosen: Chosen, sig: Signals, sizing: FleetSizing, demand: Demand | None = None
 ) -> AutoscalingPolicy | None:
     """The autoscaling policy for ``chosen``; None when no engine signal can drive it."""
     a = cfg.rollout.autoscaling
@@ -121,7 +120,7 @@ def policy(
         )
     if not triggers:
         return None
-    peak = (demand or {}).get("requests_per_s") or cfg.workload.peak_requests_per_s
+    peak = (demand.requests_per_s if demand is not None else None) or cfg.workload.peak_requests_per_s
     mean = cfg.workload.mean_requests_per_s
     if a.min_replicas:
         lo, lo_basis = a.min_replicas, "rollout.autoscaling.min_replicas"

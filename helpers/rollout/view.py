@@ -35,8 +35,8 @@ def pilot(ctx: Context) -> RolloutManifest | None:
             ctx.cfg,
             decision,
             ctx.folder.engine_results(),
-            cost=cost.model_dump(mode="json") if cost else None,
-            profile=profile.model_dump(mode="json") if profile else None,
+            cost=cost,
+            profile=profile,
         )
     except PlaybookError as err:
         say(f"Rollout artifacts could not be written: {err}", "warn")

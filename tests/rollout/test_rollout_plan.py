@@ -15,6 +15,7 @@ from rollout_data import config, decision_for, results
 
 import helpers.report.notebook as notebook
 from helpers.core.config import load_config
+from helpers.cost.records import CostAnalysis, Demand, FleetRow
 from helpers.decision.risk import migration_plan
 from helpers.rollout import validate_rollout, view, write_rollout
 from helpers.rollout.rollback import rollback_criteria
@@ -26,6 +27,7 @@ needs_promtool = pytest.mark.skipif(
     shutil.which("promtool") is None, reason="promtool not installed (apt-get install -y prometheus; make tools)"
 )
 MACHINE_PATH = re.compile(r"(/work|/tmp|/home|/root)/")
+DEMAND = Demand(output_tokens_mean=256, basis="the test's demand")
 
 
 def _rules(files) -> dict[str, dict]:
@@ -75,12 +77,13 @@ def test_validation_messages_name_no_machine_path(tmp_path):
 
 def test_replicas_come_from_the_fleet_sizing(tmp_path):
     res, cfg = results(), config()
-    cost = {"fleet": [{"label": "vllm-h200", "replicas": 3, "gpus_per_replica": 2, "sizing_basis": "peak 40 req/s"}]}
+    row = FleetRow(label="vllm-h200", engine="vllm", replicas=3, gpus_per_replica=2, sizing_basis="peak 40 req/s")
+    cost = CostAnalysis(fleet=[row], demand=DEMAND)
     files = write_rollout(tmp_path / "a", cfg, decision_for("vllm", cfg, res), res, cost=cost)
     assert _deployment(files)["spec"]["replicas"] == 3
     assert "3 replica(s) for peak 40 req/s" in files["canary"].read_text()
     # no fleet row (or one that could not be sized): one replica, and the plan says why
-    files = write_rollout(tmp_path / "b", cfg, decision_for("vllm", cfg, res), res, cost={"fleet": []})
+    files = write_rollout(tmp_path / "b", cfg, decision_for("vllm", cfg, res), res, cost=CostAnalysis(demand=DEMAND))
     assert _deployment(files)["spec"]["replicas"] == 1 and "no fleet sizing" in files["canary"].read_text()
 
 
@@ -88,8 +91,8 @@ def test_replicas_come_from_the_fleet_sizing(tmp_path):
 def test_autoscaling_policy_is_written_when_asked_and_validated_honestly(tmp_path):
     res = results()
     cfg = config(hardware={"autoscaling": True}, workload={"peak_requests_per_s": 40, "mean_requests_per_s": 10})
-    cost = {"fleet": [{"label": "sglang-h200", "replicas": 4, "sizing_basis": "peak 40 req/s"}],
-            "demand": {"requests_per_s": 40}}  # fmt: skip
+    row = FleetRow(label="sglang-h200", engine="sglang", replicas=4, sizing_basis="peak 40 req/s")
+    cost = CostAnalysis(fleet=[row], demand=DEMAND.model_copy(update={"requests_per_s": 40}))
     files = write_rollout(tmp_path, cfg, decision_for("sglang", cfg, res), res, cost=cost)
     so = yaml.safe_load(files["autoscaling"].read_text())
     assert (
