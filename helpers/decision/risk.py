@@ -197,6 +197,22 @@ def _options(adapter: EngineAdapter, knobs: Knobs) -> str:
     return str(extra(knobs)) if callable(extra) and extra(knobs) else "(none)"
 
 
+def _effort(changes: list[tuple[str, str, str]], family: str, cost: CostAnalysis | None) -> list[tuple]:
+    """The migration's tasks (task, days, basis): a canary, a re-run, the remapping, and a build pipeline when slow."""
+    renamed = sum(1 for _, a, b in changes if a != b)
+    cold = cold_start(family, load_engine_facts().get(family), cost)
+    effort = [
+        ("deploy the new image and flags to a canary", 1.0, "assumption"),
+        ("re-run the playbook benchmark and SLA tuning on the target", 1.0, "assumption: one playbook run"),
+        ("remap dashboards, alerts and autoscaling signals", 0.25 * renamed, f"0.25 day × {renamed} changed items"),
+    ]
+    if cold.seconds > LONG_BUILD_S:
+        effort.append(
+            ("set up an engine build pipeline in CI", 5.0, f"assumption; build {cold.seconds:,.0f} s ({cold.source})")
+        )
+    return effort
+
+
 def migration_plan(
     decision: DecisionResult,
     cfg: PlaybookConfig,
@@ -246,23 +262,7 @@ def migration_plan(
     for fld in fields(src.metrics):
         a, b = getattr(src.metrics, fld.name), getattr(dst.metrics, fld.name)
         changes.append((f"metric: {fld.name}", a or "(none)", b or "(none)"))
-    facts = load_engine_facts()
-    renamed = sum(1 for _, a, b in changes if a != b)
-    dst_cold = cold_start(dst.family, facts.get(dst.family), cost)
-    dst_build = dst_cold.seconds
-    effort = [
-        ("deploy the new image and flags to a canary", 1.0, "assumption"),
-        ("re-run the playbook benchmark and SLA tuning on the target", 1.0, "assumption: one playbook run"),
-        (
-            "remap dashboards, alerts and autoscaling signals",
-            0.25 * renamed,
-            f"0.25 day × {renamed} changed items",
-        ),
-    ]
-    if dst_build > LONG_BUILD_S:
-        effort.append(
-            ("set up an engine build pipeline in CI", 5.0, f"assumption; build {dst_build:,.0f} s ({dst_cold.source})")
-        )
+    effort = _effort(changes, dst.family, cost)
     target = next((r for r in results or [] if r.label == decision.backup), None)
     crit = criteria_of_result(cfg, target)
     triggers = crit.triggers()

@@ -222,6 +222,36 @@ def reuse_evidence(profile: Any, results: list[EngineResult] | None = None) -> t
     return facts.prefix_reuse_ratio, "profile.prefix_reuse_ratio", "measured (unbounded-cache) prefix reuse"
 
 
+def _workload_step(cfg: PlaybookConfig, ratio: float | None, kind: str, conc: int | None, conc_words: str):
+    """Step 3's condition, outcome and reason from the reuse ratio and the concurrency (rounded)."""
+    d = cfg.decision
+    if ratio is not None and ratio >= d.prefix_reuse_threshold:
+        reason = f"{kind} {ratio:.2f} ≥ threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}): choose SGLang"
+        return "prefix_heavy", "sglang", reason
+    wl = "unknown" if conc is None else ("high_concurrency" if conc >= d.high_concurrency else "low_concurrency")
+    reason = (
+        "no measured prefix-reuse ratio in the profile, so heavy reuse cannot be claimed; falls through"
+        if ratio is None
+        else f"{kind} {ratio:.2f} < threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}); falls through"
+    )
+    if conc is not None:
+        band = "high" if wl == "high_concurrency" else "low (below it counts as low here)"
+        reason += f"; concurrency {conc:,} ({conc_words}) is {band} against {d.high_concurrency}"
+    return wl, "continue", reason
+
+
+def _team_reason(cfg: PlaybookConfig, tc: str) -> str:
+    """Step 4's reason for the team condition ``tc``."""
+    team = cfg.team
+    who = f"{team.size} engineers, MLOps maturity {team.mlops_maturity}"
+    return {
+        "large_peak": f"{who}, chasing peak: a big team (> {BIG_TEAM_ABOVE}), TensorRT-LLM",
+        "small": f"{who}: small (< {SMALL_TEAM_BELOW}) or without automation, vLLM",
+        "middle": f"{who}: {team_size_class(team.size)} team by the seed's lines (small < {SMALL_TEAM_BELOW}, "
+        f"big > {BIG_TEAM_ABOVE}), no clear leaning; vLLM by default, the measurements may overrule",
+    }[tc]
+
+
 def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | None = None) -> list[TreeStep]:
     """Walk the four steps of seed 003 §3.5; steps after the one that decides are recorded as not reached.
 
@@ -234,28 +264,9 @@ def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | No
     ratio = None if ratio is None else round(float(ratio), 2)
     conc = None if conc is None else round(float(conc))
     frequent = cad.updates_per_month >= d.frequent_updates_per_month or cad.concurrent_models > 1
-    if ratio is not None and ratio >= d.prefix_reuse_threshold:
-        wl, wl_out = "prefix_heavy", "sglang"
-        wl_reason = f"{kind} {ratio:.2f} ≥ threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}): choose SGLang"
-    else:
-        wl_out = "continue"
-        wl = "unknown" if conc is None else ("high_concurrency" if conc >= d.high_concurrency else "low_concurrency")
-        wl_reason = (
-            "no measured prefix-reuse ratio in the profile, so heavy reuse cannot be claimed; falls through"
-            if ratio is None
-            else f"{kind} {ratio:.2f} < threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}); falls through"
-        )
-        if conc is not None:
-            band = "high" if wl == "high_concurrency" else "low (below it counts as low here)"
-            wl_reason += f"; concurrency {conc:,} ({conc_words}) is {band} against {d.high_concurrency}"
+    wl, wl_out, wl_reason = _workload_step(cfg, ratio, kind, conc, conc_words)
     tc = _team_condition(cfg)
-    who = f"{team.size} engineers, MLOps maturity {team.mlops_maturity}"
-    team_reason = {
-        "large_peak": f"{who}, chasing peak: a big team (> {BIG_TEAM_ABOVE}), TensorRT-LLM",
-        "small": f"{who}: small (< {SMALL_TEAM_BELOW}) or without automation, vLLM",
-        "middle": f"{who}: {team_size_class(team.size)} team by the seed's lines (small < {SMALL_TEAM_BELOW}, "
-        f"big > {BIG_TEAM_ABOVE}), no clear leaning; vLLM by default, the measurements may overrule",
-    }[tc]
+    team_reason = _team_reason(cfg, tc)
     upd, models, nv = "cadence.updates_per_month", "cadence.concurrent_models", hw.vendors == "nvidia-only"
     steps = [
         TreeStep(
