@@ -12,7 +12,7 @@ the paired difference in points with its 95% interval, agreement with the refere
 the verdict against ``quality.threshold_points`` (seed 003 §5.4 pitfall 2: accept a loss under 2%
 on your own test set). Beside each row stands what the seed expects of its precision (§5.1: FP8
 < 1%, INT8 1-3%, INT4 3-8%). A configuration that fails the gate cannot be recommended
-(``helpers.decision.tree.score_engines`` reads ``QualityGate.failed``).
+(``helpers.decision.scores.score_engines`` reads ``QualityGate.failed``).
 """
 
 from __future__ import annotations

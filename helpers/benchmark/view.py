@@ -23,7 +23,7 @@ from helpers.environment.records import EnvironmentRecord, MemoryPlanRecord
 from helpers.measure.telemetry import local_gpu_spec
 from helpers.model.gpu_specs import GpuSpec, gpu_spec
 from helpers.report.notebook import Context, esc, not_yet, progress, say, show_figure, show_html, show_table
-from helpers.report.run_summary import points_table
+from helpers.report.points import points_table
 from helpers.run.records import EngineResult
 from helpers.workload.levels import scale_note
 

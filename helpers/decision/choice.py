@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from helpers.core.config import PlaybookConfig
 from helpers.decision.departures import Departure, concurrency_evidence, departures
 from helpers.decision.evidence import EvidenceVerdict, compare_best, same_standing
-from helpers.decision.tree import WEIGHTS, EngineScore, TreeStep, rank_candidates, reuse_evidence
+from helpers.decision.scores import rank_candidates
+from helpers.decision.tree import WEIGHTS, EngineScore, TreeStep, reuse_evidence
 from helpers.run.records import EngineResult
 
 

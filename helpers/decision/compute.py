@@ -15,8 +15,9 @@ from helpers.benchmark.sla import settle_estimates
 from helpers.core.config import PlaybookConfig
 from helpers.cost.records import CostAnalysis, frame
 from helpers.decision.choice import choose
+from helpers.decision.scores import score_engines
 from helpers.decision.text import build_answer, config_warnings
-from helpers.decision.tree import DecisionResult, run_tree, score_engines, tree_verdict
+from helpers.decision.tree import DecisionResult, run_tree, tree_verdict
 from helpers.run.reader import MissingRecordError
 from helpers.run.records import EngineResult
 

@@ -19,13 +19,13 @@ from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
 from helpers.decision.choice import Choice
 from helpers.decision.departures import concurrency_evidence
+from helpers.decision.scores import rank_candidates
 from helpers.decision.tree import (
     DISPLAY,
     DecisionResult,
     EngineScore,
     Phase,
     TreeStep,
-    rank_candidates,
     rubric,
 )
 from helpers.run.records import EngineResult

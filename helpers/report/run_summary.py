@@ -19,14 +19,13 @@ from typing import Any
 
 from helpers import __version__
 from helpers.benchmark.quality_phase import QualityGate
-from helpers.benchmark.roofline import ratio_text
 from helpers.core.config import PlaybookConfig, public_dict
 from helpers.core.secrets import known_secrets, redact_data
-from helpers.core.text import knob_text
 from helpers.cost.records import CostAnalysis
 from helpers.decision.records import RiskRecord
 from helpers.decision.tree import DecisionResult
 from helpers.environment.records import EnvironmentRecord
+from helpers.report.points import points_table
 from helpers.review.records import ReviewRecord
 from helpers.run import reader
 from helpers.run.folder import RunFolder
@@ -40,23 +39,6 @@ NOT_RECORDED = "not recorded (step 6's record has no priced representative for i
 def host_facts() -> dict[str, Any]:
     """Minimal facts about this machine, used when step 2 wrote no inventory."""
     return {"cpu_cores": os.cpu_count(), "platform": platform.platform(), "gpus": []}
-
-
-def points_table(results: list[EngineResult]) -> list[dict[str, Any]]:
-    """Flat rows of every measured point, for tables, CSV exports and ``summary.json``."""
-    rows = []
-    for r in results:
-        for p in r.points:
-            row = p.model_dump(mode="json", exclude={"server", "gpu", "roofline", "knobs", "structure"})
-            row.update({f"server_{k}": v for k, v in p.server.model_dump().items()})
-            row.update({f"gpu_{k}": v for k, v in p.gpu.model_dump().items()})
-            row["knobs"] = knob_text(p.knobs)
-            row["roofline"] = ratio_text(p.roofline) if p.roofline else ""
-            if p.structure is not None:  # a structured replay: its predicted prefix-cache hit rates, flat
-                row["predicted_hit_rate_unbounded"] = p.structure.predicted_unbounded
-                row["predicted_hit_rate_finite"] = p.structure.predicted_finite
-            rows.append(row)
-    return rows
 
 
 def _earlier(folder: RunFolder) -> RunSummary | None:

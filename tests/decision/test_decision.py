@@ -4,7 +4,8 @@ import pytest
 from decision_data import SGLANG, TRT, TRT_FAILED, VLLM, cfg, numbers_in, recorded, results, scaled
 from decision_data import decide_measured as decide
 
-from helpers.decision.tree import DecisionResult, EngineScore, rank_candidates, run_tree, tree_verdict
+from helpers.decision.scores import rank_candidates
+from helpers.decision.tree import DecisionResult, EngineScore, run_tree, tree_verdict
 
 STABLE = {"updates_per_month": 0.2}
 BIG_TEAM = {"size": 12, "mlops_maturity": "high", "chase_peak": True}
