@@ -14,7 +14,7 @@ prints what each cost and where it ended:
    override them), after a one-level sweep at the grid's lowest level from which the search takes its
    start load as in step 5; trials are cut to one (``min_trials`` = ``max_trials`` = 1), and the
    ``search`` engine-seconds are the search's own cost. It ends at the capacity.
-3. **reference**: a fine search run once at the end, which stands for the true capacity: ``EngineRun``
+3. **reference**: a fine search run once at the end, which stands for the true capacity: ``EngineSession``
    launches the engine and ``evidence.search`` runs with tolerance ``--ref-tolerance`` (0.02), growth
    ``--ref-growth`` (1.15), ``--ref-probe-seconds`` (8) and ``--ref-max-probes`` (8), starting at the
    search's capacity (no sweep, no trials).
@@ -55,7 +55,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers.benchmark import evidence
-from helpers.benchmark.run import EngineRun, run_benchmarks
+from helpers.benchmark.run import run_benchmarks
+from helpers.benchmark.session import EngineSession
 from helpers.benchmark.sla import grid_points, meets_sla, representative, sla_text
 from helpers.core.config import PlaybookConfig, load_config, parse_config
 from helpers.run.records import CapacitySummary, EngineResult
@@ -110,7 +111,7 @@ def under(value: float | None, ref: float | None) -> str:
 
 async def reference_search(cfg: PlaybookConfig, run_dir: Path) -> tuple[EngineResult, CapacitySummary | None, float]:
     """Launch the engine, run ``evidence.search`` on it (fine tolerance, given start), stop it."""
-    run = EngineRun(cfg.engines[0], cfg, run_dir, say)
+    run = EngineSession(cfg.engines[0], cfg, run_dir, say)
     t0 = time.monotonic()
     cap = None
     try:
@@ -248,7 +249,7 @@ async def compare(a: argparse.Namespace) -> None:
 
 
 class _Shim:
-    """Just enough of an ``EngineRun`` for ``evidence.start_load``: the config."""
+    """Just enough of an ``EngineSession`` for ``evidence.start_load``: the config."""
 
     def __init__(self, cfg: PlaybookConfig):
         self.cfg = cfg

@@ -24,19 +24,19 @@ import math
 import random
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from helpers.benchmark.points import point_from
-from helpers.core.config import PlaybookConfig
+from helpers.benchmark.priors import batching_seconds
+from helpers.benchmark.session import EngineSession, Phase
+from helpers.benchmark.steps import unit
+from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.measure.loadgen import LoadResult, run_point
 from helpers.measure.prompts import RequestShape, write_dataset
+from helpers.run.progress import Unit
 from helpers.run.records import BatchingRun, EngineResult, Point, load_point, point_path, write_json_atomic
-
-if TYPE_CHECKING:
-    from helpers.benchmark.run import EngineRun
 
 MODES = ("static", "continuous")
 
@@ -67,13 +67,14 @@ def batching_shapes(cfg: PlaybookConfig) -> list[RequestShape]:
     return [RequestShape(wl.input_tokens, out, wl.shared_prefix_tokens) for out in output_lengths(cfg, n)]
 
 
-def _dataset(run: EngineRun, mode: str) -> Path:
+def _dataset(session: EngineSession, mode: str) -> Path:
     """One side's prompts (own words per side, so the second does not hit the first's prefix cache)."""
-    c = batching_concurrency(run.cfg)
-    path = run.run_dir / "data" / f"prompts-batching-{mode}-c{c}.jsonl"
+    c = batching_concurrency(session.cfg)
+    path = session.run_dir / "data" / f"prompts-batching-{mode}-c{c}.jsonl"
     if not path.is_file():
-        write_dataset(batching_shapes(run.cfg), run.cfg.model.directory, path, seed=1 + MODES.index(mode) * 7919,
-                      style=run.cfg.workload.prompts)  # fmt: skip
+        cfg = session.cfg
+        write_dataset(batching_shapes(cfg), cfg.model.directory, path, seed=1 + MODES.index(mode) * 7919,
+                      style=cfg.workload.prompts)  # fmt: skip
     return path
 
 
@@ -107,13 +108,13 @@ def combined(results: list[LoadResult]) -> LoadResult:
     )
 
 
-async def _load(run: EngineRun, mode: str, dataset: Path) -> LoadResult:
+async def _load(session: EngineSession, mode: str, dataset: Path) -> LoadResult:
     """Drive one side: waves of ``c`` (static) or ``c`` streams over all the requests (continuous)."""
-    assert run.handle is not None
-    c, waves = batching_concurrency(run.cfg), run.cfg.batching.waves
-    common = dict(base_url=run.handle.base_url, served_model=run.adapter.served_model_name(run.cfg.model),
-                  tokenizer_dir=run.cfg.model.directory, max_seconds=run.cfg.workload.max_seconds_per_point,
-                  api_key=run.handle.api_key)  # fmt: skip
+    assert session.handle is not None
+    c, waves = batching_concurrency(session.cfg), session.cfg.batching.waves
+    common = dict(base_url=session.handle.base_url, served_model=session.adapter.served_model_name(session.cfg.model),
+                  tokenizer_dir=session.cfg.model.directory, max_seconds=session.cfg.workload.max_seconds_per_point,
+                  api_key=session.handle.api_key)  # fmt: skip
     if mode == "continuous":
         res = await run_point(dataset=dataset, concurrency=c, max_requests=c * waves, **common)
         span = res.request_span_s or res.duration_s
@@ -131,44 +132,66 @@ async def _load(run: EngineRun, mode: str, dataset: Path) -> LoadResult:
     return combined(out)
 
 
-async def measure_side(run: EngineRun, mode: str) -> Point | None:
+async def measure_side(session: EngineSession, mode: str) -> Point | None:
     """One side of the comparison on the running engine (the stored point when measured before); None: it died."""
-    c, b, label = batching_concurrency(run.cfg), run.cfg.batching, run.spec.label
-    path = point_path(run.run_dir, label, "batching", c, mode)
+    c, b, label = batching_concurrency(session.cfg), session.cfg.batching, session.spec.label
+    path = point_path(session.run_dir, label, "batching", c, mode)
     stored = load_point(path)
     if stored is not None:
-        run.steps.kept(label, "batching", mode)
+        session.steps.kept(label, "batching", mode)
         return stored
-    run.steps.begin(label, "batching", mode)
+    session.steps.begin(label, "batching", mode)
     t0 = time.monotonic()
-    dataset = _dataset(run, mode)
-    sampled = await run.sampled(_load(run, mode, dataset), f"the {mode} batching load")
-    run.account("batching", t0)
+    dataset = _dataset(session, mode)
+    sampled = await session.sampled(_load(session, mode, dataset), f"the {mode} batching load")
+    session.account("batching", t0)
     if sampled is None:
         return None
     res, server_stats, gpu_stats, _queue = sampled
-    point = point_from(run.spec, run.cfg, c, "batching", res, run.spec.knobs.model_dump(exclude_defaults=True))
-    run.complete(run.spec, point, res, server_stats, gpu_stats)
+    point = point_from(
+        session.spec, session.cfg, c, "batching", res, session.spec.knobs.model_dump(exclude_defaults=True)
+    )
+    session.complete(session.spec, point, res, server_stats, gpu_stats)
     asked = sum(json.loads(x)["output_tokens_count"] for x in dataset.read_text(encoding="utf-8").splitlines() if x)
     point.batching = BatchingRun(mode=mode, waves=b.waves, output_tokens_min=b.output_tokens_min,  # type: ignore[arg-type]
                                  output_tokens_max=b.output_tokens_max, output_tokens=asked,
                                  span_s=round(res.duration_s, 3))  # fmt: skip
     write_json_atomic(path, point.model_dump(mode="json"))
-    run.steps.end(label, "batching", mode)
-    run.say(f"{label}: {mode} batching at {c} streams: {point.output_tok_s:,.0f} out tok/s")
+    session.steps.end(label, "batching", mode)
+    session.say(f"{label}: {mode} batching at {c} streams: {point.output_tok_s:,.0f} out tok/s")
     return point
 
 
-async def measure_batching(run: EngineRun) -> bool:
-    """Both sides on the running engine when the config asks for it here; False if the engine died."""
-    if run.spec.label not in batching_labels(run.cfg):
+class BatchingPhase(Phase):
+    """Both sides of the comparison on the running engine, on the configurations ``batching_labels`` names."""
+
+    name = "batching"
+
+    def planned(self, spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path | None = None) -> list[Unit]:
+        """One unit per side, or nothing."""
+        if spec.label not in batching_labels(cfg):
+            return []
+        return [unit(spec.label, "batching", m, f"{m} batching", batching_seconds(cfg, m)) for m in MODES]
+
+    def records(self, spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path) -> list[Path]:
+        """The point file of each side, or nothing."""
+        if spec.label not in batching_labels(cfg):
+            return []
+        return [point_path(run_dir, spec.label, "batching", batching_concurrency(cfg), m) for m in MODES]
+
+    async def run(self, session: EngineSession) -> bool:
+        """Both sides when the config asks for it here; False if the engine died."""
+        if session.spec.label not in batching_labels(session.cfg):
+            return True
+        for mode in MODES:
+            p = await measure_side(session, mode)
+            if p is None:
+                return False
+            session.result.points.append(p)
         return True
-    for mode in MODES:
-        p = await measure_side(run, mode)
-        if p is None:
-            return False
-        run.result.points.append(p)
-    return True
+
+
+BATCHING = BatchingPhase()
 
 
 def batching_pairs(results: list[EngineResult]) -> list[tuple[EngineResult, Point, Point]]:

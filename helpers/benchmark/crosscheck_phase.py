@@ -1,6 +1,6 @@
 """Step 5's cross-check while the engine is up: vLLM's own client at each rate, judged, stored (``crosscheck``).
 
-``measure_crosscheck`` runs inside ``EngineRun.run`` after the capacity search: the client's interpreter is
+``CROSSCHECK`` (``CrossCheckPhase``) runs on the session after the capacity search: the client's interpreter is
 ``evidence.crosscheck.python`` (with its ``pythonpath``), else the engine launcher's own; each rate is one
 ``vllm bench serve`` run (``helpers.measure.vllm_bench``) on prompts of the workload's lengths, while the
 server's ``/metrics`` are sampled for its waiting queue. A rate whose raw result was saved before an
@@ -17,7 +17,6 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from helpers.benchmark.crosscheck import (
     CLIENT,
@@ -33,26 +32,22 @@ from helpers.benchmark.crosscheck import (
     wanted,
 )
 from helpers.benchmark.points import prepare_dataset
+from helpers.benchmark.priors import crosscheck_seconds
+from helpers.benchmark.session import EngineSession, Phase
 from helpers.benchmark.sla import from_capacity
-from helpers.core.config import LauncherSpec
+from helpers.benchmark.steps import unit
+from helpers.core.config import EngineSpec, LauncherSpec, PlaybookConfig
 from helpers.core.paths import repo_relative, resolve_repo_path
 from helpers.launchers.python import interpreter
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.measure.vllm_bench import BenchRun, bench_args, client_env, run_vllm_bench, version_of
+from helpers.run.progress import Unit
 from helpers.run.records import fmt_load, write_json_atomic
 
-if TYPE_CHECKING:
-    from helpers.benchmark.run import EngineRun
 
-
-def pending(run: EngineRun) -> bool:
-    """Whether this configuration still owes its cross-check (so a stored result is not complete)."""
-    return wanted(run.cfg) and not record_path(run.run_dir, run.spec.label).is_file()
-
-
-def _client(run: EngineRun) -> tuple[Path | None, list[str], str | None]:
+def _client(session: EngineSession) -> tuple[Path | None, list[str], str | None]:
     """The client's interpreter and its PYTHONPATH folders: configured, else the engine launcher's; or why none."""
-    cc, launcher = run.cfg.evidence.crosscheck, run.spec.launcher
+    cc, launcher = session.cfg.evidence.crosscheck, session.spec.launcher
     if cc.python is not None:
         spec = LauncherSpec(python=cc.python, pythonpath=cc.pythonpath)
     elif launcher.kind == "python":
@@ -83,16 +78,18 @@ def _stored_raw(gz: Path, rate: float) -> dict | None:
     return raw if isinstance(asked, (int, float)) and math.isclose(asked, rate, rel_tol=1e-4) else None
 
 
-def _queue(run: EngineRun) -> MetricsSampler | None:
+def _queue(session: EngineSession) -> MetricsSampler | None:
     """A sampler of the server's ``/metrics`` (its waiting queue), started; None when it cannot start."""
-    if run.handle is None:
+    if session.handle is None:
         return None
-    path, page_format, names = run.adapter.sampling()
-    url = run.handle.base_url + path
-    return MetricsSampler(url, names, parse=PAGE_FORMATS[page_format], headers=run.handle.headers).start()
+    path, page_format, names = session.adapter.sampling()
+    url = session.handle.base_url + path
+    return MetricsSampler(url, names, parse=PAGE_FORMATS[page_format], headers=session.handle.headers).start()
 
 
-async def _one_rate(run: EngineRun, rr: RateRun, python: Path, env: dict, folder: Path) -> tuple[RateRun, BenchRun]:
+async def _one_rate(
+    session: EngineSession, rr: RateRun, python: Path, env: dict, folder: Path
+) -> tuple[RateRun, BenchRun]:
     """One client run at ``rr.rate`` (or its raw result stored earlier), judged."""
     tag = rate_ident(rr.multiple)
     name = f"vllm-bench-{tag}.json"
@@ -103,19 +100,19 @@ async def _one_rate(run: EngineRun, rr: RateRun, python: Path, env: dict, folder
     }
     raw, queue_file = _stored_raw(gz, rr.rate), folder / f"vllm-bench-{tag}.queue.json"
     if raw is not None:  # measured before an interruption: judged again from what it saved
-        run.steps.kept(run.spec.label, "crosscheck", tag)
+        session.steps.kept(session.spec.label, "crosscheck", tag)
         queue = json.loads(queue_file.read_text()) if queue_file.is_file() else None
         version = version_of(log.read_text(encoding="utf-8", errors="replace")) if log.is_file() else None
-        judged = judge_rate(raw, rr.model_copy(update=rel), run.cfg, [tuple(q) for q in queue or []])
+        judged = judge_rate(raw, rr.model_copy(update=rel), session.cfg, [tuple(q) for q in queue or []])
         return judged, BenchRun(raw, version, None, "")
-    run.steps.begin(run.spec.label, "crosscheck", tag, f"{CLIENT} at {rr.multiple:g}× capacity")
-    wl = run.cfg.workload
-    dataset = prepare_dataset(run.cfg, run.run_dir, f"crosscheck-{tag}-n{rr.prompts}", n=rr.prompts)
+    session.steps.begin(session.spec.label, "crosscheck", tag, f"{CLIENT} at {rr.multiple:g}× capacity")
+    wl = session.cfg.workload
+    dataset = prepare_dataset(session.cfg, session.run_dir, f"crosscheck-{tag}-n{rr.prompts}", n=rr.prompts)
     seed = int(hashlib.sha256(f"crosscheck|{tag}".encode()).hexdigest()[:8], 16)
     args = bench_args(
-        run.handle.base_url,
-        run.adapter.served_model_name(run.cfg.model),
-        run.cfg.model.directory,
+        session.handle.base_url,
+        session.adapter.served_model_name(session.cfg.model),
+        session.cfg.model.directory,
         dataset,
         wl.output_tokens,
         rr.prompts,
@@ -125,78 +122,103 @@ async def _one_rate(run: EngineRun, rr: RateRun, python: Path, env: dict, folder
         seed=seed,
         detailed=True,
     )
-    timeout = 3 * run.cfg.evidence.crosscheck.seconds + 300
-    sampler, t0 = _queue(run), time.monotonic()
+    timeout = 3 * session.cfg.evidence.crosscheck.seconds + 300
+    sampler, t0 = _queue(session), time.monotonic()
     try:
         bench = await asyncio.to_thread(run_vllm_bench, python, args, env, timeout)
     finally:
         if sampler is not None:
             sampler.stop()
     snaps = sampler.snaps if sampler is not None else []
-    run.account("crosscheck", t0)
+    session.account("crosscheck", t0)
     log.write_text(bench.log, encoding="utf-8")
-    run.steps.end(run.spec.label, "crosscheck", tag)
+    session.steps.end(session.spec.label, "crosscheck", tag)
     if bench.result is None:
         return rr.model_copy(update={"log_file": rel["log_file"], "why": bench.error or ""}), bench
     _archive(folder / name)
     first = snaps[0].t if snaps else 0.0
     queue = [(s.t - first, s.waiting) for s in snaps if s.waiting is not None]
     write_json_atomic(queue_file, queue)  # the server's waiting queue, for judging it again on a resume
-    return judge_rate(bench.result, rr.model_copy(update=rel), run.cfg, queue), bench
+    return judge_rate(bench.result, rr.model_copy(update=rel), session.cfg, queue), bench
 
 
-async def cross_check(run: EngineRun) -> CrossCheckRecord:
+async def cross_check(session: EngineSession) -> CrossCheckRecord:
     """The cross-check of the running configuration (module docstring); never raises for the client's trouble."""
-    cc, label = run.cfg.evidence.crosscheck, run.spec.label
-    record = CrossCheckRecord(label=label, engine=run.spec.engine, status="done", seconds=cc.seconds)
-    rep = from_capacity(run.result, run.cfg)
+    cc, label = session.cfg.evidence.crosscheck, session.spec.label
+    record = CrossCheckRecord(label=label, engine=session.spec.engine, status="done", seconds=cc.seconds)
+    rep = from_capacity(session.result, session.cfg)
     if rep is None or rep.request_rate is None or not rep.request_rate.mean > 0:
         record.status, record.reason = "skipped", f"no capacity estimate to check ({rep.basis if rep else 'none'})"
         return record
     record.playbook_capacity, record.playbook_text = rep.request_rate.mean, rep.basis
-    python, folders, why = _client(run)
+    python, folders, why = _client(session)
     if python is None:
         record.status, record.reason = "failed", why
         return record
     record.python = repo_relative(str(python))
-    env = client_env(folders, run.handle.api_key if run.handle is not None else None)
-    folder = record_path(run.run_dir, label).with_suffix("")
+    env = client_env(folders, session.handle.api_key if session.handle is not None else None)
+    folder = record_path(session.run_dir, label).with_suffix("")
     folder.mkdir(parents=True, exist_ok=True)
     for multiple in cc.rates:
         rate = float(f"{multiple * record.playbook_capacity:.6g}")  # as the client is asked for it
         rr = RateRun(multiple=multiple, rate=rate, prompts=prompts_of(rate, cc.seconds))
-        rr, bench = await _one_rate(run, rr, python, env, folder)
+        rr, bench = await _one_rate(session, rr, python, env, folder)
         record.client_version = record.client_version or bench.version
         record.rates.append(rr)
         if bench.result is None:
             record.status, record.reason = "failed", bench.error
             break
-        run.say(f"{label}: {CLIENT} at {multiple:g}× capacity ({fmt_load(rate)} req/s): {rr.why}")
+        session.say(f"{label}: {CLIENT} at {multiple:g}× capacity ({fmt_load(rate)} req/s): {rr.why}")
     if record.status == "done":
-        conclude(record, run.cfg)
-        est = run.result.capacity.estimate if run.result.capacity is not None else None
+        conclude(record, session.cfg)
+        est = session.result.capacity.estimate if session.result.capacity is not None else None
         bound = " (a lower bound: every probe passed)" if est is not None and est.status == "at_least" else ""
         record.note = f"{CLIENT}: {record.own_text}; playbook: {fmt_load(record.playbook_capacity)} req/s{bound}"
     return record
 
 
-async def measure_crosscheck(run: EngineRun) -> bool:
+async def measure_crosscheck(session: EngineSession) -> bool:
     """The cross-check of the running configuration, stored (a finished one is kept); False if the engine died."""
-    if not wanted(run.cfg):
+    if not wanted(session.cfg):
         return True
-    label, path = run.spec.label, record_path(run.run_dir, run.spec.label)
-    idents = [rate_ident(m) for m in run.cfg.evidence.crosscheck.rates]
+    label, path = session.spec.label, record_path(session.run_dir, session.spec.label)
+    idents = [rate_ident(m) for m in session.cfg.evidence.crosscheck.rates]
     if load_record(path) is not None:
         for ident in idents:
-            run.steps.kept(label, "crosscheck", ident)
-        run.say(f"{label}: cross-check with {CLIENT} already done, kept")
+            session.steps.kept(label, "crosscheck", ident)
+        session.say(f"{label}: cross-check with {CLIENT} already done, kept")
         return True
-    record = await cross_check(run)
+    record = await cross_check(session)
     if record.status == "failed":
-        run.say(f"{label}: cross-check with {CLIENT} failed: {record.reason}")
-    run.steps.drop(label, "crosscheck")  # rates not run (a failure, or no capacity to check)
+        session.say(f"{label}: cross-check with {CLIENT} failed: {record.reason}")
+    session.steps.drop(label, "crosscheck")  # rates not run (a failure, or no capacity to check)
     write_json_atomic(path, record.model_dump(mode="json"))
-    if run.handle is not None and not run.handle.alive():
-        run.fail(f"{run.handle.exit_reason()} during the cross-check with {CLIENT}", "partial")
+    if session.handle is not None and not session.handle.alive():
+        session.fail(f"{session.handle.exit_reason()} during the cross-check with {CLIENT}", "partial")
         return False
     return True
+
+
+class CrossCheckPhase(Phase):
+    """The engine's own client at each rate around the capacity (``evidence.crosscheck``), where asked."""
+
+    name = "crosscheck"
+
+    def planned(self, spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path | None = None) -> list[Unit]:
+        """One unit per rate, or nothing."""
+        if not wanted(cfg):
+            return []
+        seconds = crosscheck_seconds(cfg)
+        return [unit(spec.label, "crosscheck", rate_ident(m), f"{CLIENT} at {m:g}× capacity", seconds)
+                for m in cfg.evidence.crosscheck.rates]  # fmt: skip
+
+    def records(self, spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path) -> list[Path]:
+        """Its record (``crosscheck/<label>.json``), or nothing: a stored result is not complete without it."""
+        return [record_path(run_dir, spec.label)] if wanted(cfg) else []
+
+    async def run(self, session: EngineSession) -> bool:
+        """The cross-check (``measure_crosscheck``); False if the engine died."""
+        return await measure_crosscheck(session)
+
+
+CROSSCHECK = CrossCheckPhase()

@@ -13,35 +13,22 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import TYPE_CHECKING, Literal
-
-import httpx
+from collections.abc import Awaitable
 
 from helpers.benchmark.boundary import Reading
 from helpers.benchmark.capacity import Measurement, Probe, judge, measurement_from_load
 from helpers.benchmark.edge_search import Ask, EdgeSearch
 from helpers.benchmark.judged import grid_readings, load_of, measurement_of, sustained_view
+from helpers.benchmark.loads import fixed_concurrency, load_axis
+from helpers.benchmark.session import EngineSession
 from helpers.benchmark.sla import meets_sla, trial_points
+from helpers.benchmark.structured_phase import evidence_workload, structured_probe
 from helpers.core.config import PlaybookConfig
 from helpers.core.text import label_slug
 from helpers.environment.prediction_check import predicted_capacity
 from helpers.measure.interference import wait_quiet
+from helpers.measure.loadgen import LoadResult
 from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
-
-if TYPE_CHECKING:
-    from helpers.benchmark.run import EngineRun
-
-
-def load_axis(cfg: PlaybookConfig) -> Literal["rate", "concurrency"]:
-    """The axis of the probes and trials: the search's, or closed-loop concurrency when the search is disabled."""
-    return cfg.evidence.search.axis if cfg.evidence.search.enabled else "concurrency"
-
-
-def fixed_concurrency(cfg: PlaybookConfig) -> int:
-    """Streams of the fixed-load trials (search disabled): configured, else the target or top sweep level."""
-    wl = cfg.workload
-    return cfg.evidence.trials.fixed_concurrency or wl.target_concurrency or max(wl.concurrency)
-
 
 LATENCY_SPANS = 4.0
 """A probe offers arrivals for at least this many request latencies, so that whether the engine kept up can be read.
@@ -53,16 +40,16 @@ seeds, 2026-12-04) a load 25% over capacity read as not sustained in 80% of prob
 afford (about 100 s of arrivals for 25-s requests)."""
 
 
-def probe_requests(run: EngineRun, load: float, latency_s: float | None = None) -> int:
+def probe_requests(session: EngineSession, load: float, latency_s: float | None = None) -> int:
     """Requests of one probe or trial: about ``probe_seconds`` of arrivals, within the configured bounds.
 
     With the request latency seen so far (``latency_s``: the last passing probe's, else the grid's),
     the arrivals span at least ``LATENCY_SPANS`` latencies: a probe shorter than a few latencies ends
     before its first requests finish and shows no steady window (and so no served rate).
     """
-    s = run.cfg.evidence.search
+    s = session.cfg.evidence.search
     seconds = max(s.probe_seconds, LATENCY_SPANS * (latency_s or 0.0))
-    want = load * seconds if load_axis(run.cfg) == "rate" else load * max(2, seconds / 5)
+    want = load * seconds if load_axis(session.cfg) == "rate" else load * max(2, seconds / 5)
     return int(min(s.max_requests, max(s.min_requests, math.ceil(want))))
 
 
@@ -74,7 +61,7 @@ def latency_estimate(points: list[Point]) -> float | None:
     return max(lat) / 1000.0 if lat else None
 
 
-def start_load(result: EngineResult, run: EngineRun) -> float:
+def start_load(result: EngineResult, session: EngineSession) -> float:
     """The search's first load: configured, else where the grid puts the SLA edge.
 
     Rate axis: the rate of the busiest grid point within the SLA. That closed-loop point served its
@@ -84,17 +71,17 @@ def start_load(result: EngineResult, run: EngineRun) -> float:
     one past it) the search starts at the level where TTFT p95 reaches the limit on the straight line
     between the two (``sla_crossing``); else at the busiest level within the SLA.
     """
-    s = run.cfg.evidence.search
+    s = session.cfg.evidence.search
     if s.start is not None:
         return s.start
     sweep = sorted((p for p in result.points if p.phase == "sweep" and p.requests > 0), key=lambda p: p.concurrency)
-    within = [p for p in sweep if meets_sla(p, run.cfg.sla)] or sweep[:1]
+    within = [p for p in sweep if meets_sla(p, session.cfg.sla)] or sweep[:1]
     if s.axis == "concurrency":
         if not within:
             return 1.0
         edge = within[-1]
-        past = next((p for p in sweep if p.concurrency > edge.concurrency and not meets_sla(p, run.cfg.sla)), None)
-        crossing = sla_crossing(edge, past, run.cfg.sla.ttft_p95_ms) if past is not None else None
+        past = next((p for p in sweep if p.concurrency > edge.concurrency and not meets_sla(p, session.cfg.sla)), None)
+        crossing = sla_crossing(edge, past, session.cfg.sla.ttft_p95_ms) if past is not None else None
         return float(crossing if crossing is not None else edge.concurrency)
     return max(0.05, max(p.req_s for p in within)) if within else 1.0
 
@@ -113,33 +100,30 @@ def sla_crossing(within: Point, past: Point, ttft_limit_ms: float) -> int | None
     return max(within.concurrency, min(past.concurrency - 1, math.floor(at)))
 
 
-def reset_prefix_cache(run: EngineRun) -> str | None:
-    """Ask the engine to drop its prefix cache; None when done, else why not."""
-    path = run.adapter.cache_reset_path
-    if not path or run.handle is None:
-        return "the engine has no prefix-cache reset endpoint"
-    try:
-        r = httpx.post(run.handle.base_url + path, headers=run.handle.headers, timeout=30.0)
-        r.raise_for_status()
-    except httpx.HTTPError as err:
-        return f"prefix-cache reset failed ({err})"
-    return None
+def structured_load(session: EngineSession, load: float) -> Awaitable[LoadResult] | None:
+    """The evidence load at ``load`` as the workload's structured replay; None: plain prompts (``measure_load``).
+
+    A workload whose value lies in its structure is decided on it (``structured_phase.evidence_workload``).
+    """
+    if evidence_workload(session.cfg) is None:
+        return None
+    return structured_probe(session, load, load_axis(session.cfg), session.cfg.workload.max_seconds_per_point)
 
 
-def resets_cache(run: EngineRun) -> bool:
+def resets_cache(session: EngineSession) -> bool:
     """Whether trials start from an empty prefix cache (config, else: unless prompts share a prefix)."""
-    t, wl = run.cfg.evidence.trials, run.cfg.workload
+    t, wl = session.cfg.evidence.trials, session.cfg.workload
     if t.reset_prefix_cache is not None:
         return t.reset_prefix_cache
     return wl.shared_prefix_tokens == 0 and wl.source.kind == "synthetic"
 
 
-def _edge_search(run: EngineRun, start: float, reuse: dict[str, Probe], extra: list[Reading]) -> EdgeSearch:
+def _edge_search(session: EngineSession, start: float, reuse: dict[str, Probe], extra: list[Reading]) -> EdgeSearch:
     """The search's state machine with the config's settings."""
-    s = run.cfg.evidence.search
+    s = session.cfg.evidence.search
     return EdgeSearch(
         start,
-        run.cfg.sla,
+        session.cfg.sla,
         axis=s.axis,
         growth=s.growth,
         tolerance=s.tolerance,
@@ -173,19 +157,19 @@ def summary_of(machine: EdgeSearch, cfg: PlaybookConfig, note_prefix: str = "") 
     )
 
 
-def start_of(result: EngineResult, run: EngineRun) -> tuple[float, str]:
+def start_of(result: EngineResult, session: EngineSession) -> tuple[float, str]:
     """Where the search starts, and why: configured, else step 4's prediction, else the grid (``start_load``)."""
-    s = run.cfg.evidence.search
+    s = session.cfg.evidence.search
     if s.start is not None:
         return s.start, "configured"
     if s.start_from == "prediction":
-        predicted = predicted_capacity(run.run_dir, result.label, s.axis)
+        predicted = predicted_capacity(session.run_dir, result.label, s.axis)
         if predicted:
             return (float(max(1, round(predicted))) if s.axis == "concurrency" else predicted), "step 4's prediction"
-    return start_load(result, run), "the grid"
+    return start_load(result, session), "the grid"
 
 
-async def search(run: EngineRun) -> CapacitySummary | None:
+async def search(session: EngineSession) -> CapacitySummary | None:
     """The capacity search on the running engine; None if the engine died (the result row says why).
 
     Each ask of the state machine (``edge_search.EdgeSearch``) is measured on its stream. A probe during
@@ -193,65 +177,67 @@ async def search(run: EngineRun) -> CapacitySummary | None:
     measured once more on the same stream once the machine is quiet again (``interference.wait_quiet``, at
     most 90 s; the prefix cache reset first where the engine allows it).
     """
-    result = run.result
-    stored = [p for p in run.stored_points("search") if p.probe and p.probe.get("stream")]
+    result = session.result
+    stored = [p for p in session.stored_points("search") if p.probe and p.probe.get("stream")]
     reuse = {p.probe["stream"]: Probe.model_validate(p.probe) for p in stored if not p.probe.get("superseded")}
-    start, why = start_of(result, run)
-    machine = _edge_search(run, start, reuse, grid_readings(result, run.cfg))
+    start, why = start_of(result, session)
+    machine = _edge_search(session, start, reuse, grid_readings(result, session.cfg))
     kept_aside = [Probe.model_validate(p.probe) for p in stored if p.probe.get("superseded")]
     label = result.label
-    run.say(f"{label}: capacity search from {start:.4g} ({why})")
+    session.say(f"{label}: capacity search from {start:.4g} ({why})")
     for number in itertools.count():
         if (ask := machine.next()) is None:
             break
         probe = machine.take_reused(ask)
         if probe is not None:
-            run.steps.kept(label, "probe", number)
+            session.steps.kept(label, "probe", number)
             machine.record(probe)
         else:
-            run.steps.begin(label, "probe", number, f"capacity probe {number + 1} ({ask.purpose})")
-            got = await _measure_ask(run, ask, ask.stream)
+            session.steps.begin(label, "probe", number, f"capacity probe {number + 1} ({ask.purpose})")
+            got = await _measure_ask(session, ask, ask.stream)
             if got is None:
                 return None
             if got[1].interference:  # measured while something else loaded the machine: once more
                 first, m_first = got
-                aside = judge(m_first, run.cfg.sla, *_judging(run)).model_copy(update={"superseded": True})
-                _save_probe(run, first, aside, f"{ask.stream}-interfered")
+                aside = judge(m_first, session.cfg.sla, *_judging(session)).model_copy(update={"superseded": True})
+                _save_probe(session, first, aside, f"{ask.stream}-interfered")
                 kept_aside.append(aside)
                 waited, still = await wait_quiet(
-                    run.engine_pid, run.cfg.evidence.max_other_cpu_cores, need_cores=run.load_cores
+                    session.engine_pid, session.cfg.evidence.max_other_cpu_cores, need_cores=session.load_cores
                 )
-                run.say(
+                session.say(
                     f"{label}: probe {ask.stream} measured under interference ({m_first.interference}); "
                     + (f"measured again after {waited:.0f} s, the machine quiet" if still is None
                        else f"measured again after waiting {waited:.0f} s, still loaded ({still})")
                 )  # fmt: skip
-                reset_prefix_cache(run)
-                got = await _measure_ask(run, ask, ask.stream)
+                session.reset_prefix_cache()
+                got = await _measure_ask(session, ask, ask.stream)
                 if got is None:
                     return None
             point, m = got
             probe = machine.record(m)
-            _save_probe(run, point, probe, ask.stream)
-            run.steps.end(label, "probe", number)
+            _save_probe(session, point, probe, ask.stream)
+            session.steps.end(label, "probe", number)
         verdict = "pass" if probe.passed else "fail"
-        run.say(f"{label}: capacity probe {ask.load:.4g} ({ask.stream}) → {verdict}: {probe.why}")
-    run.steps.drop(label, "probe")  # the estimate is tight enough: the probes left are not needed
-    summary = summary_of(machine, run.cfg, note_prefix=f"started from {start:.4g} ({why}); ")
+        session.say(f"{label}: capacity probe {ask.load:.4g} ({ask.stream}) → {verdict}: {probe.why}")
+    session.steps.drop(label, "probe")  # the estimate is tight enough: the probes left are not needed
+    summary = summary_of(machine, session.cfg, note_prefix=f"started from {start:.4g} ({why}); ")
     summary.probes += [p.model_dump(mode="json") for p in kept_aside]
     return summary
 
 
-def _judging(run: EngineRun) -> tuple[float, float | None]:
-    s = run.cfg.evidence.search
+def _judging(session: EngineSession) -> tuple[float, float | None]:
+    s = session.cfg.evidence.search
     return s.min_sustained_ratio, s.max_client_lag_ms
 
 
-async def _measure_ask(run: EngineRun, ask: Ask, stream: str) -> tuple[Point, Measurement] | None:
+async def _measure_ask(session: EngineSession, ask: Ask, stream: str) -> tuple[Point, Measurement] | None:
     """Measure one ask on ``stream``: its point and the measurement the search judges; None if the engine died."""
-    axis = run.cfg.evidence.search.axis
-    n = probe_requests(run, ask.load, latency_estimate(run.result.points))
-    got = await run.measure_load(phase="search", load=ask.load, tag=stream, requests=n, stream=stream)
+    axis = session.cfg.evidence.search.axis
+    n = probe_requests(session, ask.load, latency_estimate(session.result.points))
+    got = await session.measure_load(
+        phase="search", load=ask.load, tag=stream, requests=n, stream=stream, job=structured_load(session, ask.load)
+    )
     if got is None:
         return None
     point, res, queue = got
@@ -260,21 +246,21 @@ async def _measure_ask(run: EngineRun, ask: Ask, stream: str) -> tuple[Point, Me
     return point, m.model_copy(update={"stream": stream, "interference": res.interference})
 
 
-def _save_probe(run: EngineRun, point: Point, probe: Probe, tag: str) -> None:
+def _save_probe(session: EngineSession, point: Point, probe: Probe, tag: str) -> None:
     """Keep the judged probe on its point and write the point now."""
     point.probe, point.verdict = probe.model_dump(mode="json"), probe.why
-    run.save(point, tag=tag)
-    run.result.points.append(point)
+    session.save(point, tag=tag)
+    session.result.points.append(point)
 
 
-def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary | None:
+def rejudged_capacity(result: EngineResult, session: EngineSession) -> CapacitySummary | None:
     """The capacity from a configuration's stored probes, judged again with today's rules (no engine needed).
 
     Used when a run is re-rendered from its points (``playbook run --from-points``). Every stored probe
     counts, and so do the trials of runs made before the edge rounds existed (each was a probe at its load);
     probes marked superseded (measured again under interference) stay out.
     """
-    s, limits = run.cfg.evidence.search, run.cfg.sla
+    s, limits = session.cfg.evidence.search, session.cfg.sla
     stored = [p for p in result.points if p.phase in ("search", "trial")]
     if not stored:
         return None
@@ -284,9 +270,9 @@ def rejudged_capacity(result: EngineResult, run: EngineRun) -> CapacitySummary |
         probe = judge(measurement_of(p, s.axis), limits, s.min_sustained_ratio, s.max_client_lag_ms)
         stream = old.get("stream") or (f"trial-{p.trial}" if p.phase == "trial" else None)
         probes.append(probe.model_copy(update={"stream": stream, "superseded": bool(old.get("superseded"))}))
-    machine = _edge_search(run, probes[0].load, {}, grid_readings(result, run.cfg))
+    machine = _edge_search(session, probes[0].load, {}, grid_readings(result, session.cfg))
     machine.probes = probes
-    summary = summary_of(machine, run.cfg, note_prefix="re-judged from the stored probes: ")
+    summary = summary_of(machine, session.cfg, note_prefix="re-judged from the stored probes: ")
     summary.note = f"re-judged from the stored probes: capacity {summary.estimate.text(_unit(s.axis))}"
     for p in stored:
         p.phase = "search"  # a trial of an older run is one more probe of the estimate
@@ -297,32 +283,32 @@ def _unit(axis: str) -> str:
     return "streams" if axis == "concurrency" else "req/s"
 
 
-def rebuild_from_points(run: EngineRun) -> EngineResult:
+def rebuild_from_points(session: EngineSession) -> EngineResult:
     """A configuration rebuilt from the run folder alone (``playbook run --from-points``): nothing is launched.
 
     The stored engine result when there is one, else a ``partial`` row rebuilt from the stored points
     (with the KV capacity its engine log reported); the capacity is judged again from the stored probes
     with today's rules.
     """
-    prev = load_engine_result(run.run_dir, run.spec.label)
+    prev = load_engine_result(session.run_dir, session.spec.label)
     result = prev or EngineResult(
-        label=run.spec.label,
-        engine=run.spec.engine,
+        label=session.spec.label,
+        engine=session.spec.engine,
         status="partial",
         reason="no engine result was saved (the run was stopped mid-way): rebuilt from its stored points",
     )
     if result.kv_capacity_tokens is None:  # what the engine logged at start survives a cut run
-        result.kv_capacity_tokens = run.adapter.kv_capacity_from_log(run.whole_log())
-    folder = run.run_dir / "points" / label_slug(run.spec.label)
+        result.kv_capacity_tokens = session.adapter.kv_capacity_from_log(session.whole_log())
+    folder = session.run_dir / "points" / label_slug(session.spec.label)
     found = (load_point(p) for p in sorted(folder.glob("*.json")))
     result.points = [p for p in found if p is not None]
     if not result.points and prev is None:
         result.status, result.reason = "skipped", "not measured in this run folder (re-rendered from points)"
-    run.result = result
-    if run.cfg.evidence.search.enabled:
-        result.capacity = rejudged_capacity(result, run)
+    session.result = result
+    if session.cfg.evidence.search.enabled:
+        result.capacity = rejudged_capacity(result, session)
     elif result.capacity is None:  # a cut run: its fixed-load trials were saved one by one
-        result.capacity = fixed_load_summary(result, run.cfg)
+        result.capacity = fixed_load_summary(result, session.cfg)
     return result
 
 

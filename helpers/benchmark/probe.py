@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from helpers.benchmark.sla_rule import LatencyCheck, errors_within, latency_checks, within_sla
 from helpers.core.config import SLA
 
 Axis = Literal["rate", "concurrency"]
@@ -135,15 +136,15 @@ def sustained_floor(min_sustained_ratio: float, requests: int) -> float:
     return min_sustained_ratio - POISSON_Z / math.sqrt(max(1, requests))
 
 
-def _check(
-    name: str, value: float | None, limit: float, fmt: str, fails: list[str], oks: list[str], margins: dict[str, float]
-) -> None:
+def _check(check: LatencyCheck, fails: list[str], oks: list[str], margins: dict[str, float]) -> None:
     """Add '<name> <value> ms > <limit> ms' to ``fails``, or its '≤' to ``oks``; its log margin to ``margins``."""
-    if value is None or not math.isfinite(value):
+    name, value, limit, fmt = check.name, check.value, check.limit, check.fmt
+    if not check.measured:
         fails.append(f"{name} not measured")
     else:
-        (fails if value > limit else oks).append(
-            f"{name} {value:{fmt}} ms {'>' if value > limit else '≤'} {limit:{fmt}} ms"
+        assert value is not None
+        (fails if not check.passed else oks).append(
+            f"{name} {value:{fmt}} ms {'>' if not check.passed else '≤'} {limit:{fmt}} ms"
         )
         margins[name] = math.log(max(value, 1e-9) / limit)
 
@@ -213,11 +214,10 @@ def judge(
         fails.append("no request completed")
         sized = False
     else:
-        _check("TTFT p95", m.ttft_p95_ms, limits.ttft_p95_ms, ",.0f", fails, oks, margins)
-        if limits.itl_p95_ms is not None and m.itl_p95_ms is not None:  # as sla.meets_sla: unmeasured ITL passes
-            _check("ITL p95", m.itl_p95_ms, limits.itl_p95_ms, ",.1f", fails, oks, margins)
+        for check in latency_checks(m.ttft_p95_ms, m.itl_p95_ms, limits):  # the one definition (``sla_rule``)
+            _check(check, fails, oks, margins)
         sized = sized and not any(f.endswith("not measured") for f in fails)
-    if m.error_share > limits.max_error_share:
+    if not errors_within(m.error_share, limits):
         fails.append(f"errors {m.error_share:.1%} > {limits.max_error_share:.1%}")
         sized = False
     unsustained: list[str] = []
@@ -239,11 +239,11 @@ def judge(
     return Probe(
         **m.model_dump(),
         sustained=sustained,
-        meets_sla=not fails,
+        meets_sla=within_sla(m.requests, m.ttft_p95_ms, m.itl_p95_ms, m.error_share, limits),
         delivered=not late,
         why=why,
         margin=max(margins.values()) if margins and sized and not late else None,
         margins={} if late else margins,
         censored=not sized and not late,
-        errors_ok=m.error_share <= limits.max_error_share,
+        errors_ok=errors_within(m.error_share, limits),
     )

@@ -1,9 +1,9 @@
 """Step 5's quality phase: each configuration answers the evaluation set while its engine is up; the gate judges.
 
-``measure_quality`` runs inside ``EngineRun.run`` right after the engine is healthy: the configuration
-answers the evaluation set (``helpers.benchmark.quality.run_quality``) and the outcome is written to
-``quality/<label>.json`` at once; a re-run keeps a stored outcome (resume), and ``quality_pending``
-tells the stored engine result that it is not complete without one. On dummy or random weights
+``QUALITY`` (``QualityPhase``: ``measure_quality``) runs on the session right after the engine is healthy: the
+configuration answers the evaluation set (``helpers.benchmark.quality.run_quality``) and the outcome is written to
+``quality/<label>.json`` at once; a re-run keeps a stored outcome (resume), and the phase's ``records``
+tell the stored engine result that it is not complete without one. On dummy or random weights
 (``EngineSpec.placeholder_weights``) nothing is asked: the outcome says "not measured (dummy weights)".
 
 ``judge_gate`` compares every configuration with the reference configuration (``quality.reference``,
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -32,13 +32,11 @@ from helpers.benchmark.quality import (
     run_quality,
     unmeasured,
 )
+from helpers.benchmark.session import EngineSession, Phase
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.paths import resolve_repo_path
 from helpers.core.text import label_slug
 from helpers.run.records import Artifact, EngineResult, write_json_atomic
-
-if TYPE_CHECKING:
-    from helpers.benchmark.run import EngineRun
 
 QUALITY_DIR = "quality"
 NOT_MEASURED_DUMMY = "not measured (dummy weights)"
@@ -83,47 +81,59 @@ def outcome_path(run_dir: Path, label: str) -> Path:
     return Path(run_dir) / QUALITY_DIR / f"{label_slug(label)}.json"
 
 
-def quality_pending(run: EngineRun) -> bool:
-    """Whether this configuration still owes the gate its answers (so a stored result is not complete).
-
-    A configuration on dummy or random weights owes nothing: its gate is "not measured" whether or not the file exists.
-    """
-    stored = outcome_path(run.run_dir, run.spec.label).is_file()
-    return run.cfg.quality.enabled and not run.spec.placeholder_weights and not stored
-
-
-async def measure_quality(run: EngineRun) -> QualityOutcome | None:
+async def measure_quality(session: EngineSession) -> QualityOutcome | None:
     """Ask the running engine the evaluation set greedily and store the outcome (kept on a re-run).
 
     Returns None when the gate is off (``quality.enabled: false``). Request failures count as wrong
     answers inside the outcome; they never stop the benchmark.
     """
-    q, path = run.cfg.quality, outcome_path(run.run_dir, run.spec.label)
+    q, path = session.cfg.quality, outcome_path(session.run_dir, session.spec.label)
     if not q.enabled:
         return None
     if path.is_file():
-        run.say(f"{run.spec.label}: quality answers already in this run folder, kept")
+        session.say(f"{session.spec.label}: quality answers already in this run folder, kept")
         return load_outcome(path)
-    assert run.handle is not None
+    assert session.handle is not None
     t0 = time.monotonic()
     out = await run_quality(
-        run.handle.base_url,
-        run.adapter.served_model_name(run.cfg.model),
+        session.handle.base_url,
+        session.adapter.served_model_name(session.cfg.model),
         resolve_repo_path(q.eval_set),
-        api_key=run.handle.api_key,
+        api_key=session.handle.api_key,
         concurrency=q.concurrency,
         max_tokens=q.max_tokens,
         timeout_s=q.timeout_s,
         limit=q.max_items,
-        dummy_weights=run.spec.placeholder_weights,
+        dummy_weights=session.spec.placeholder_weights,
     )
     if not out.measurable:
         out.reason = NOT_MEASURED_DUMMY
-    run.account("quality", t0)
+    session.account("quality", t0)
     write_json_atomic(path, out.model_dump(mode="json"))
     if out.measurable:
-        run.say(f"{run.spec.label}: quality {out.correct}/{out.n} right ({out.errors} failed) in {out.seconds:.0f} s")
+        session.say(
+            f"{session.spec.label}: quality {out.correct}/{out.n} right ({out.errors} failed) in {out.seconds:.0f} s"
+        )
     return out
+
+
+class QualityPhase(Phase):
+    """The evaluation set, answered while the engine is up (no unit of the progress plan: it is short)."""
+
+    name = "quality"
+
+    def records(self, spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path) -> list[Path]:
+        """The stored answers a configuration owes the gate; none on dummy or random weights (nothing is asked)."""
+        owes = cfg.quality.enabled and not spec.placeholder_weights
+        return [outcome_path(run_dir, spec.label)] if owes else []
+
+    async def run(self, session: EngineSession) -> bool:
+        """Ask the evaluation set (``measure_quality``); never stops the benchmark."""
+        await measure_quality(session)
+        return True
+
+
+QUALITY = QualityPhase()
 
 
 def precision_text(spec: EngineSpec) -> str:

@@ -4,7 +4,8 @@ This is the one place that answers both questions; cost, decision, rollout, the 
 review and the reports index all ask it.
 
 * ``meets_sla(point, sla)``: requests completed, at most ``sla.max_error_share`` of them failed, TTFT
-  p95 within ``sla.ttft_p95_ms`` and, when set, ITL p95 within ``sla.itl_p95_ms``.
+  p95 within ``sla.ttft_p95_ms`` and, when set, ITL p95 within ``sla.itl_p95_ms``: the one definition,
+  ``helpers.benchmark.sla_rule.within_sla``, on a point's figures (``probe.judge`` applies it to a probe).
 * ``representative(result, cfg)``: what stands for a configuration, with 95% intervals:
 
   - its **SLA capacity** (``source="capacity"``), estimated from every valid probe of the search
@@ -32,6 +33,7 @@ from helpers.benchmark.boundary import WINDOW_RATIO, estimate_capacity
 from helpers.benchmark.capacity_compare import Side
 from helpers.benchmark.judged import EVIDENCE_PHASES, kept_up, load_of, point_readings
 from helpers.benchmark.probe import Probe
+from helpers.benchmark.sla_rule import within_sla
 from helpers.benchmark.stats import mean_ci
 from helpers.core.config import SLA, PlaybookConfig
 from helpers.run.records import CapacityEstimate, EngineResult, Figure, Point, Representative
@@ -47,12 +49,8 @@ def error_share(point: Point) -> float:
 
 
 def meets_sla(point: Point, sla: SLA) -> bool:
-    """Whether ``point`` met the SLA: see the module docstring for the one definition."""
-    if point.requests <= 0 or error_share(point) > sla.max_error_share:
-        return False
-    if point.ttft_ms_p95 is None or point.ttft_ms_p95 > sla.ttft_p95_ms:
-        return False
-    return not (sla.itl_p95_ms is not None and point.itl_ms_p95 is not None and point.itl_ms_p95 > sla.itl_p95_ms)
+    """Whether ``point`` met the SLA: the one definition (``sla_rule.within_sla``) on the point's figures."""
+    return within_sla(point.requests, point.ttft_ms_p95, point.itl_ms_p95, error_share(point), sla)
 
 
 def sla_text(sla: SLA) -> str:
@@ -251,11 +249,12 @@ def from_fixed_trials(result: EngineResult, cfg: PlaybookConfig) -> Representati
         return None
     ttft = _figure([p.ttft_ms_p95 for p in trials])
     itl = _figure([p.itl_ms_p95 for p in trials])
-    met = (
-        ttft is not None
-        and ttft.mean <= cfg.sla.ttft_p95_ms
-        and all(error_share(p) <= cfg.sla.max_error_share for p in trials)
-        and not (cfg.sla.itl_p95_ms is not None and itl is not None and itl.mean > cfg.sla.itl_p95_ms)
+    met = within_sla(  # the one definition, on the trials' mean latencies and their worst error share
+        sum(p.requests for p in trials),
+        ttft.mean if ttft is not None else None,
+        itl.mean if itl is not None else None,
+        max(error_share(p) for p in trials),
+        cfg.sla,
     )
     return Representative(
         label=result.label,

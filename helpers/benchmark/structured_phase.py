@@ -21,36 +21,27 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from helpers.benchmark.evidence import reset_prefix_cache
 from helpers.benchmark.points import point_from
-from helpers.core.config import PlaybookConfig
+from helpers.benchmark.priors import structured_seconds
+from helpers.benchmark.session import EngineSession, Phase
+from helpers.benchmark.steps import unit
+from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import PlaybookError
 from helpers.environment.records import MemoryPlanRecord
-from helpers.measure.loadgen import run_replay
 from helpers.run.folder import RunFolder
+from helpers.run.progress import Unit
 from helpers.run.records import EngineResult, Point, StructuredCheck, load_point, point_path, write_json_atomic
 from helpers.workload.cache_sim import CACHE_SIM_MODEL, simulate_prefix_cache
-from helpers.workload.levels import write_replay_trace
 from helpers.workload.replay_run import StructuredReplay, run_structured_replay
 from helpers.workload.structured import ReplayDataset, multi_turn_dataset, replay_dataset
-
-if TYPE_CHECKING:
-    from helpers.benchmark.run import EngineRun
 
 LIVE_REPLY_NOTE = (
     "replies are threaded live: the engine may also reuse the blocks its own replies filled, which the "
     "simulation does not count (it predicts the history of earlier prompts only)"
 )
-
-
-def lengths_replay(cfg: PlaybookConfig) -> bool:
-    """Whether the config asks for the lengths-only replay of the trace's arrivals (``measure_replay``)."""
-    rp = cfg.workload.replay
-    return rp is not None and rp.structure == "lengths"
 
 
 def structured_workloads(cfg: PlaybookConfig) -> list[str]:
@@ -77,7 +68,7 @@ def replay_rate(ds: ReplayDataset) -> float | None:
     return (starts.size - 1) / span if starts.size >= 2 and span > 0 else None
 
 
-async def structured_probe(run: EngineRun, load: float, axis: str, max_seconds: float):
+async def structured_probe(session: EngineSession, load: float, axis: str, max_seconds: float):
     """One evidence load of the structured replay: the whole replay, started from an empty prefix cache.
 
     Rate axis: its own times scaled so that it arrives at ``load`` req/s; concurrency axis: ``load``
@@ -85,91 +76,49 @@ async def structured_probe(run: EngineRun, load: float, axis: str, max_seconds: 
     requests (the configurations compared see the same traffic), so the cache is emptied before each;
     where the engine cannot, the probe says so in the run's messages. Returns guidellm's ``LoadResult``.
     """
-    assert run.handle is not None
-    workload = evidence_workload(run.cfg)
-    ds = getattr(run, "evidence_replay", None)
+    assert session.handle is not None
+    workload = evidence_workload(session.cfg)
+    ds = getattr(session, "evidence_replay", None)
     if ds is None:
-        block = run.adapter.block_size(run.spec, run.whole_log())
-        ds = run.evidence_replay = _dataset(run, workload, block[0] or run.cfg.workload.source.block_size)
-    why = reset_prefix_cache(run)
+        block = session.adapter.block_size(session.spec, session.whole_log())
+        ds = session.evidence_replay = _dataset(session, workload, block[0] or session.cfg.workload.source.block_size)
+    why = session.reset_prefix_cache()
     if why:
-        run.say(f"{run.spec.label}: {why}: this {workload} probe starts with what earlier probes cached")
+        session.say(f"{session.spec.label}: {why}: this {workload} probe starts with what earlier probes cached")
     rate = replay_rate(ds)
     if axis == "rate" and not rate:
         raise ValueError(f"the {workload} replay has no arrival times to scale to {load:.3g} req/s")
     replay = await run_structured_replay(
-        run.handle.base_url,
-        run.adapter.served_model_name(run.cfg.model),
-        run.cfg.model.directory,
+        session.handle.base_url,
+        session.adapter.served_model_name(session.cfg.model),
+        session.cfg.model.directory,
         ds,
         time_scale=rate / load if axis == "rate" and rate else 1.0,
         concurrency=int(load) if axis == "concurrency" else None,
         max_seconds=max_seconds,
-        api_key=run.handle.api_key,
+        api_key=session.handle.api_key,
     )
     return replay.load
 
 
-async def measure_replay(run: EngineRun) -> Point | None:
-    """Replay the trace's own arrivals, lengths only (guidellm's replay profile); None if the engine died."""
-    assert run.handle is not None and run.cfg.workload.replay is not None
-    path = point_path(run.run_dir, run.spec.label, "replay", 0)
-    stored = load_point(path)
-    if stored is not None:
-        run.steps.kept(run.spec.label, "replay", 0)
-        return stored
-    run.steps.begin(run.spec.label, "replay", 0)
-    rows = Path(run.run_dir) / "data" / "replay-trace.jsonl"
-    if not rows.is_file():
-        write_replay_trace(run.cfg, rows)
-    load = run_replay(
-        run.handle.base_url,
-        run.adapter.served_model_name(run.cfg.model),
-        run.cfg.model.directory,
-        rows,
-        time_scale=run.cfg.workload.replay.time_scale,
-        max_seconds=run.cfg.workload.max_seconds_per_point,
-        api_key=run.handle.api_key,
-    )
-    sampled = await run.sampled(load, "the trace replay")
-    if sampled is None:
-        return None
-    res, server_stats, gpu_stats, _queue = sampled
-    knobs = run.spec.knobs.model_dump(exclude_defaults=True)
-    point = point_from(run.spec, run.cfg, 0, "replay", res, knobs)
-    point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
-    run.complete(run.spec, point, res, server_stats, gpu_stats)
-    write_json_atomic(path, point.model_dump(mode="json"))
-    run.steps.end(run.spec.label, "replay", 0)
-    run.say(
-        f"{run.spec.label}: trace replay {point.output_tok_s:,.0f} out tok/s, TTFT p95 {point.ttft_ms_p95 or 0:,.0f} ms"
-    )
-    return point
-
-
-def structured_paths(run: EngineRun) -> list[Path]:
-    """Where this configuration's structured points are stored (resume looks for them)."""
-    return [point_path(run.run_dir, run.spec.label, "structured", 0, w) for w in structured_workloads(run.cfg)]
-
-
-def kv_capacity(run: EngineRun) -> tuple[int | None, str]:
+def kv_capacity(session: EngineSession) -> tuple[int | None, str]:
     """The engine's KV capacity in tokens and where it came from: its log, else step 4's memory plan."""
-    if run.result.kv_capacity_tokens:
-        return run.result.kv_capacity_tokens, "engine log"
+    if session.result.kv_capacity_tokens:
+        return session.result.kv_capacity_tokens, "engine log"
     try:
-        plan = RunFolder(run.run_dir).load(MemoryPlanRecord)
+        plan = RunFolder(session.run_dir).load(MemoryPlanRecord)
     except PlaybookError:
         plan = None
-    predicted = plan.predicted(run.spec.label) if plan is not None else None
+    predicted = plan.predicted(session.spec.label) if plan is not None else None
     if predicted:
         return predicted, "memory plan (step 4)"
     return None, "neither the engine log nor the memory plan gives it"
 
 
-def _dataset(run: EngineRun, workload: str, block_size: int | None) -> ReplayDataset:
+def _dataset(session: EngineSession, workload: str, block_size: int | None) -> ReplayDataset:
     """The replay of ``workload``, its kept trace at the engine's block size (for the prediction)."""
     make = replay_dataset if workload == "trace" else multi_turn_dataset
-    ds = make(run.cfg, run.run_dir, block_size)
+    ds = make(session.cfg, session.run_dir, block_size)
     if ds is None:  # structured_workloads only names replays the config has
         raise ValueError(f"the config has no {workload} replay")
     return ds
@@ -200,12 +149,17 @@ def predict(ds: ReplayDataset, capacity: int | None, block_size: int) -> tuple[d
 
 
 def check_of(
-    run: EngineRun, workload: str, ds: ReplayDataset, replay: StructuredReplay, block: tuple[int, str], reset: str
+    session: EngineSession,
+    workload: str,
+    ds: ReplayDataset,
+    replay: StructuredReplay,
+    block: tuple[int, str],
+    reset: str,
 ) -> StructuredCheck:
     """The ``StructuredCheck`` of one replay on this engine: predicted beside achieved (``usage``)."""
     block_size, block_source = block
-    description = _description(run.cfg, workload, ds)
-    capacity, capacity_source = kv_capacity(run)
+    description = _description(session.cfg, workload, ds)
+    capacity, capacity_source = kv_capacity(session)
     fields, note = predict(ds, capacity, block_size)
     return StructuredCheck(
         workload=workload,  # type: ignore[arg-type]
@@ -217,7 +171,7 @@ def check_of(
         skipped=ds.skipped,
         skipped_examples=ds.skipped_examples,
         notes=[n for n in ds.notes if n != description],
-        prefix_caching=run.spec.knobs.prefix_caching,
+        prefix_caching=session.spec.knobs.prefix_caching,
         block_size=block_size,
         block_size_source=block_source,
         capacity_tokens=capacity,
@@ -229,76 +183,95 @@ def check_of(
     )
 
 
-def _reset(run: EngineRun) -> str:
+def _reset(session: EngineSession) -> str:
     """Empty the engine's prefix cache before the replay; say whether it was."""
-    why = reset_prefix_cache(run)
+    why = session.reset_prefix_cache()
     if why is None:
         return "prefix cache emptied before the replay"
     return f"not emptied first ({why}); the earlier points' prompts share nothing with the replay and go first"
 
 
-async def measure_one(run: EngineRun, workload: str) -> Point | None:
+async def measure_one(session: EngineSession, workload: str) -> Point | None:
     """Replay ``workload`` on the running engine and save its point; the stored one if measured before.
 
     None if the engine died (the result row says why).
     """
-    path = point_path(run.run_dir, run.spec.label, "structured", 0, workload)
+    path = point_path(session.run_dir, session.spec.label, "structured", 0, workload)
     stored = load_point(path)
     if stored is not None:
-        run.steps.kept(run.spec.label, "structured", workload)
-        run.say(f"{run.spec.label}: {workload} replay already measured, kept")
+        session.steps.kept(session.spec.label, "structured", workload)
+        session.say(f"{session.spec.label}: {workload} replay already measured, kept")
         return stored
-    assert run.handle is not None
-    run.steps.begin(run.spec.label, "structured", workload)
-    block = run.adapter.block_size(run.spec, run.whole_log())
+    assert session.handle is not None
+    session.steps.begin(session.spec.label, "structured", workload)
+    block = session.adapter.block_size(session.spec, session.whole_log())
     if block[0] is None:
-        block = (run.cfg.workload.source.block_size, f"workload.source.block_size ({block[1]})")
-    ds = _dataset(run, workload, block[0])
-    reset = _reset(run)
-    rp, done = run.cfg.workload.replay, []
+        block = (session.cfg.workload.source.block_size, f"workload.source.block_size ({block[1]})")
+    ds = _dataset(session, workload, block[0])
+    reset = _reset(session)
+    rp, done = session.cfg.workload.replay, []
 
     async def load():
         replay = await run_structured_replay(
-            run.handle.base_url,
-            run.adapter.served_model_name(run.cfg.model),
-            run.cfg.model.directory,
+            session.handle.base_url,
+            session.adapter.served_model_name(session.cfg.model),
+            session.cfg.model.directory,
             ds,
             time_scale=rp.time_scale if (workload == "trace" and rp is not None) else 1.0,
-            max_seconds=run.cfg.workload.max_seconds_per_point,
-            api_key=run.handle.api_key,
+            max_seconds=session.cfg.workload.max_seconds_per_point,
+            api_key=session.handle.api_key,
         )
         done.append(replay)
         return replay.load
 
     t0 = time.monotonic()
-    sampled = await run.sampled(load(), f"the {workload} replay")
-    run.account("structured", t0)
+    sampled = await session.sampled(load(), f"the {workload} replay")
+    session.account("structured", t0)
     if sampled is None:
         return None
     res, server_stats, gpu_stats, _queue = sampled
-    point = point_from(run.spec, run.cfg, 0, "structured", res, run.spec.knobs.model_dump(exclude_defaults=True))
+    point = point_from(
+        session.spec, session.cfg, 0, "structured", res, session.spec.knobs.model_dump(exclude_defaults=True)
+    )
     point.concurrency = max(1, round(res.concurrency_mean or 0))  # what the replay put in flight, on average
-    run.complete(run.spec, point, res, server_stats, gpu_stats)
-    point.structure = check_of(run, workload, ds, done[0], block, reset)
+    session.complete(session.spec, point, res, server_stats, gpu_stats)
+    point.structure = check_of(session, workload, ds, done[0], block, reset)
     write_json_atomic(path, point.model_dump(mode="json"))
-    run.steps.end(run.spec.label, "structured", workload)
+    session.steps.end(session.spec.label, "structured", workload)
     s = point.structure
-    run.say(
-        f"{run.spec.label}: {workload} replay {point.output_tok_s:,.0f} out tok/s; prefix-cache hit rate predicted "
+    session.say(
+        f"{session.spec.label}: {workload} replay {point.output_tok_s:,.0f} out tok/s; prefix-cache hit rate predicted "
         f"{_pct(s.predicted_finite)} (unbounded {_pct(s.predicted_unbounded)}), achieved "
         f"{_pct(point.server.prefix_cache_hit_rate)}"
     )
     return point
 
 
-async def measure_structured(run: EngineRun) -> bool:
-    """Every structured replay the config asks for, on the running engine; False if the engine died."""
-    for workload in structured_workloads(run.cfg):
-        p = await measure_one(run, workload)
-        if p is None:
-            return False
-        run.result.points.append(p)
-    return True
+class StructuredPhase(Phase):
+    """Every structured replay the config asks for (``structured_workloads``), on the running engine."""
+
+    name = "structured"
+
+    def planned(self, spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path | None = None) -> list[Unit]:
+        """One unit per structured replay."""
+        return [unit(spec.label, "structured", w, f"{w} replay", structured_seconds(cfg, w))
+                for w in structured_workloads(cfg)]  # fmt: skip
+
+    def records(self, spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path) -> list[Path]:
+        """The point file of each structured replay."""
+        return [point_path(run_dir, spec.label, "structured", 0, w) for w in structured_workloads(cfg)]
+
+    async def run(self, session: EngineSession) -> bool:
+        """Each replay in turn; False if the engine died."""
+        for workload in structured_workloads(session.cfg):
+            p = await measure_one(session, workload)
+            if p is None:
+                return False
+            session.result.points.append(p)
+        return True
+
+
+STRUCTURED = StructuredPhase()
 
 
 def _pct(x: float | None) -> str:

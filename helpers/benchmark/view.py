@@ -10,7 +10,7 @@ from helpers.benchmark.claims import claims_table
 from helpers.benchmark.crosscheck import show_crosscheck
 from helpers.benchmark.engine_table import TITLE as ENGINE_TABLE_TITLE
 from helpers.benchmark.engine_table import engine_table
-from helpers.benchmark.plan import target_concurrency
+from helpers.benchmark.loads import target_concurrency
 from helpers.benchmark.quality_phase import QualityGate, judge_gate
 from helpers.benchmark.run import run_benchmarks
 from helpers.benchmark.sla import representative, representatives, sla_text

@@ -108,16 +108,16 @@ def test_static_waves_add_their_tokens_over_their_own_spans():
 def test_the_batching_comparison_is_planned_and_its_labels_are_checked(tmp_path):
     import pytest
 
-    from helpers.benchmark.plan import engine_units, planned_points
+    from helpers.benchmark.plan import engine_units, planned_files
     from helpers.core.errors import ConfigError
 
     c = cfg([VLLM, SGLANG], batching={"enabled": True, "concurrency": 8})
     first, second = c.engines
-    assert [p.name for p in planned_points(first, c, tmp_path)][-2:] == [
+    assert [p.name for p in planned_files(first, c, tmp_path)][-2:] == [
         "batching-static-c0008.json", "batching-continuous-c0008.json"]  # fmt: skip
-    assert not any("batching" in p.name for p in planned_points(second, c, tmp_path))  # the first only, by default
+    assert not any("batching" in p.name for p in planned_files(second, c, tmp_path))  # the first only, by default
     assert [u.kind for u in engine_units(first, c)].count("batching") == 2
-    assert not any("batching" in p.name for p in planned_points(first, cfg([VLLM]), tmp_path))  # off by default
+    assert not any("batching" in p.name for p in planned_files(first, cfg([VLLM]), tmp_path))  # off by default
     with pytest.raises(ConfigError, match="batching.configurations"):
         cfg([VLLM], batching={"enabled": True, "configurations": ["nope"]})
 

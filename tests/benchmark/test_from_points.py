@@ -13,7 +13,7 @@ import pytest
 from decision_data import VLLM, lmdeploy_random_cfg, results
 
 from helpers.benchmark.evidence import rebuild_from_points
-from helpers.benchmark.run import EngineRun
+from helpers.benchmark.session import EngineSession
 from helpers.benchmark.sla import representative
 from helpers.run.records import save_point
 
@@ -32,7 +32,7 @@ def test_a_cut_run_is_rebuilt_from_its_points_and_its_engine_log(tmp_path):
         p.label, p.engine, p.concurrency, p.phase = spec.label, "lmdeploy", c, "sweep"
         save_point(tmp_path, p)
         points.append(p)
-    run = EngineRun(spec, cfg, tmp_path)
+    run = EngineSession(spec, cfg, tmp_path)
     run.log_path().parent.mkdir(parents=True, exist_ok=True)
     run.log_path().write_text(LMDEPLOY_LOG)
     got = rebuild_from_points(run)
@@ -40,7 +40,7 @@ def test_a_cut_run_is_rebuilt_from_its_points_and_its_engine_log(tmp_path):
     assert sorted(p.concurrency for p in got.points) == [1, 32]
     assert got.kv_capacity_tokens == 12464 * 64
     # nothing stored for a configuration: skipped, with the reason
-    run_b = EngineRun(spec.model_copy(update={"label": "other"}), cfg, tmp_path)
+    run_b = EngineSession(spec.model_copy(update={"label": "other"}), cfg, tmp_path)
     other = rebuild_from_points(run_b)
     assert other.status == "skipped" and other.points == [] and other.kv_capacity_tokens is None
 
@@ -63,7 +63,7 @@ def test_a_cut_run_without_the_search_keeps_its_fixed_load_trials(tmp_path):
     for i, f in enumerate((0.98, 1.0, 1.02)):
         stored(8, "trial", f"t{i}", i, f)
     stored(4, "trial", "t3", 3, 5.0)  # an earlier attempt's trial at another load: not one of these
-    run = EngineRun(spec, cfg, tmp_path)
+    run = EngineSession(spec, cfg, tmp_path)
     got = rebuild_from_points(run)
     cap = got.capacity
     assert got.status == "partial" and (cap.searched, cap.capacity, cap.trial_load) == (False, None, 8.0)

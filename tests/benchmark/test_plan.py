@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.benchmark import plan
+from helpers.benchmark import plan, priors
 from helpers.benchmark.run import EngineRun
 from helpers.core.config import parse_config
 from helpers.run.progress import PROGRESS_FILE, Tracker, read_events
@@ -52,12 +52,12 @@ def test_sweep_only_is_a_cold_start_and_one_unit_per_level():
 def test_expected_seconds_come_from_the_config():
     cfg = config()
     by_what = {u.what: u.expected_s for u in plan.plan_units(cfg)}
-    request = plan.PRIOR_TTFT_S + 20 * plan.PRIOR_ITL_S
-    assert by_what["cold start"] == plan.CPU_COLD_START_S  # vllm-cpu: the CPU figure, below the 300 s timeout
-    assert by_what["sweep c=1"] == pytest.approx(plan.LOAD_OVERHEAD_S + 24 * request)  # 24 waves of one request
-    assert by_what["sweep c=8"] == pytest.approx(plan.LOAD_OVERHEAD_S + 3 * request)  # 24 requests, 8 at a time
+    request = priors.PRIOR_TTFT_S + 20 * priors.PRIOR_ITL_S
+    assert by_what["cold start"] == priors.CPU_COLD_START_S  # vllm-cpu: the CPU figure, below the 300 s timeout
+    assert by_what["sweep c=1"] == pytest.approx(priors.LOAD_OVERHEAD_S + 24 * request)  # 24 waves of one request
+    assert by_what["sweep c=8"] == pytest.approx(priors.LOAD_OVERHEAD_S + 3 * request)  # 24 requests, 8 at a time
     capped = {u.what: u.expected_s for u in plan.plan_units(config(max_seconds_per_point=5))}
-    assert capped["sweep c=1"] == plan.LOAD_OVERHEAD_S + 5  # never longer than the point's time cap
+    assert capped["sweep c=1"] == priors.LOAD_OVERHEAD_S + 5  # never longer than the point's time cap
 
 
 def test_a_cold_start_is_bounded_by_the_start_up_timeout():
@@ -73,8 +73,8 @@ def test_the_search_plans_its_most_coarse_probes_and_two_a_round_at_the_edge():
     cfg.evidence.search = cfg.evidence.search.model_copy(update={"edge_rounds_min": 1, "edge_rounds_max": 1})
     assert kinds(plan.plan_units(cfg))["probe"] == 5 + 2
     probe = next(u for u in units if u.kind == "probe")
-    request = plan.PRIOR_TTFT_S + 20 * plan.PRIOR_ITL_S
-    assert probe.expected_s == pytest.approx(plan.LOAD_OVERHEAD_S + 4 + request)  # probe_seconds of arrivals
+    request = priors.PRIOR_TTFT_S + 20 * priors.PRIOR_ITL_S
+    assert probe.expected_s == pytest.approx(priors.LOAD_OVERHEAD_S + 4 + request)  # probe_seconds of arrivals
 
 
 def test_search_disabled_plans_the_fixed_load_trials_and_no_probe():
@@ -82,8 +82,8 @@ def test_search_disabled_plans_the_fixed_load_trials_and_no_probe():
     units = plan.plan_units(cfg)
     assert kinds(units) == {"cold": 1, "sweep": 2, "trial": 4} and "probe" not in kinds(units)
     trial = next(u for u in units if u.kind == "trial")
-    request = plan.PRIOR_TTFT_S + 20 * plan.PRIOR_ITL_S
-    assert trial.expected_s == pytest.approx(plan.LOAD_OVERHEAD_S + 4 * request)  # closed loop: 20 s / 5 waves
+    request = priors.PRIOR_TTFT_S + 20 * priors.PRIOR_ITL_S
+    assert trial.expected_s == pytest.approx(priors.LOAD_OVERHEAD_S + 4 * request)  # closed loop: 20 s / 5 waves
     off = kinds(plan.plan_units(config()))  # trials disabled too: neither probes nor trials
     assert off == {"cold": 1, "sweep": 2} and "trial" not in off and "probe" not in off
 
@@ -110,8 +110,8 @@ def test_the_replay_is_its_window_at_the_time_scale(tmp_path):
     units = plan.plan_units(cfg)
     assert kinds(units) == {"cold": 1, "sweep": 2, "replay": 1}
     replay = next(u for u in units if u.kind == "replay")
-    request = plan.PRIOR_TTFT_S + 20 * plan.PRIOR_ITL_S
-    assert replay.expected_s == pytest.approx(plan.LOAD_OVERHEAD_S + 11 * 0.5 + request)  # 11 s span, half speed
+    request = priors.PRIOR_TTFT_S + 20 * priors.PRIOR_ITL_S
+    assert replay.expected_s == pytest.approx(priors.LOAD_OVERHEAD_S + 11 * 0.5 + request)  # 11 s span, half speed
 
 
 def test_a_resumed_configuration_counts_as_done_at_once(tmp_path):
@@ -134,7 +134,7 @@ def test_a_resumed_configuration_counts_as_done_at_once(tmp_path):
             ),
         )
     save_engine_result(run_dir, EngineResult(label="a", engine="vllm-cpu", status="ok"))
-    steps = plan.StepProgress(cfg, run_dir)
+    steps = plan.step_progress(cfg, run_dir)
     result = asyncio.run(EngineRun(cfg.engines[0], cfg, run_dir, steps=steps).run())
     steps.finish()
     assert result.status == "ok" and not result.command  # kept: never launched

@@ -8,7 +8,6 @@ engines behind them are exercised in ``test_quality.py`` (fake server) and
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from decision_data import SGLANG, VLLM, cfg, lmdeploy_random_cfg, results, scaled
@@ -17,17 +16,24 @@ from decision_data import decide_measured as decide
 from helpers.benchmark.quality import ItemResult, QualityOutcome, load_eval_set, paired_delta_interval, wilson
 from helpers.benchmark.quality_phase import (
     NOT_MEASURED_DUMMY,
+    QUALITY,
     GateRow,
     QualityGate,
     judge_gate,
     outcome_path,
-    quality_pending,
 )
 from helpers.benchmark.speculative import compare_speculative
 from helpers.core.config import parse_config
 from helpers.run.records import EngineResult, Point, SpecDecodeStats, write_json_atomic
 
 N = 50
+
+
+def quality_pending(cfg_, run_dir: Path, spec) -> bool:
+    """Whether the configuration still owes the gate its answers: a file of the phase's records is missing."""
+    return not all(p.is_file() for p in QUALITY.records(spec, cfg_, run_dir))
+
+
 STABLE = {"updates_per_month": 0.2}
 
 
@@ -85,7 +91,7 @@ def test_random_weights_are_not_measurable_even_with_answers_stored(tmp_path: Pa
     _store(tmp_path, lm=0)
     gate = judge_gate(random_cfg, tmp_path, [])
     assert gate.reason == NOT_MEASURED_DUMMY and not gate.measured and gate.row("lm").accuracy is None
-    assert not quality_pending(SimpleNamespace(cfg=random_cfg, run_dir=tmp_path / "fresh", spec=spec))
+    assert not quality_pending(random_cfg, tmp_path / "fresh", spec)
 
 
 def test_gate_passes_a_small_loss_and_fails_a_broken_configuration(tmp_path: Path):
@@ -114,12 +120,14 @@ def test_a_configuration_without_answers_is_not_measured_with_its_engine_status(
 
 def test_stored_answers_are_what_a_resumed_run_needs(tmp_path: Path):
     cfg_ = _config()
-    run = SimpleNamespace(cfg=cfg_, run_dir=tmp_path, spec=cfg_.engines[0])
-    assert quality_pending(run)
+    spec = cfg_.engines[0]
+    assert quality_pending(cfg_, tmp_path, spec)
     _store(tmp_path, bf16=45)
-    assert not quality_pending(run)
-    off = SimpleNamespace(cfg=_config(enabled=False), run_dir=tmp_path / "x", spec=cfg_.engines[0])
-    assert not quality_pending(off) and judge_gate(off.cfg, off.run_dir, []).reason.endswith("enabled is false)")
+    assert not quality_pending(cfg_, tmp_path, spec)
+    off = _config(enabled=False)
+    assert not quality_pending(off, tmp_path / "x", spec) and judge_gate(off, tmp_path / "x", []).reason.endswith(
+        "enabled is false)"
+    )
 
 
 def test_the_decision_excludes_a_configuration_that_failed_the_gate():

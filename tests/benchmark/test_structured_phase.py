@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from helpers.benchmark.run import EngineRun, run_benchmarks
+from helpers.benchmark.run import run_benchmarks
+from helpers.benchmark.session import EngineSession
 from helpers.benchmark.structured_phase import (
     measure_one,
     structured_notes,
@@ -111,7 +112,7 @@ def test_vllm_benchmark_launches_report_cached_tokens_and_deployments_do_not():
 
 def test_a_stored_structured_point_is_kept_without_an_engine(tmp_path):
     cfg = config(multi_turn=MT)
-    run = EngineRun(cfg.engines[0], cfg, tmp_path)
+    run = EngineSession(cfg.engines[0], cfg, tmp_path)
     assert run.handle is None
     path = point_path(tmp_path, LABEL, "structured", 0, "multi-turn")
     path.parent.mkdir(parents=True)

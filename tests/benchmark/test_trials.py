@@ -1,7 +1,8 @@
 """With the search disabled: at which fixed load the trials run, how their record is rebuilt from stored trials,
 and that a trial that did not keep up stays out of every interval."""
 
-from helpers.benchmark.evidence import fixed_concurrency, fixed_load_summary, load_axis
+from helpers.benchmark.evidence import fixed_load_summary
+from helpers.benchmark.loads import fixed_concurrency, load_axis
 from helpers.benchmark.sla import representative
 from helpers.core.config import parse_config
 from helpers.run.records import EngineResult, Point
