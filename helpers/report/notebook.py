@@ -18,9 +18,10 @@ from typing import Any
 import mistune
 import pandas as pd
 
-from helpers.core.config import PlaybookConfig, load_config
+from helpers.core.config import PlaybookConfig
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
 from helpers.core.text import slug
+from helpers.launchers.config_check import load_config
 from helpers.report.tables import COLLAPSE_ROWS, for_people, table_html, write_csv
 from helpers.run.folder import RunFolder
 

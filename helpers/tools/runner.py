@@ -22,10 +22,11 @@ from typing import TextIO
 import yaml
 
 from helpers.core.atomic import write_json_atomic, write_text_atomic
-from helpers.core.config import PlaybookConfig, load_config, public_dict
+from helpers.core.config import PlaybookConfig, public_dict
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR, repo_relative
 from helpers.core.secrets import known_secrets, redact
 from helpers.core.text import slug
+from helpers.launchers.config_check import load_config
 from helpers.report.html import render_report
 from helpers.report.index import write_index
 from helpers.run.lock import RunLock
