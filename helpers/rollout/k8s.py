@@ -202,7 +202,7 @@ def validate_manifests(path: Path, k8s_version: str | None = None) -> tuple[bool
     when none failed but one had no schema to check against (a custom resource); the lines say which.
     """
     try:
-        # loads its schemas on import; only step 10 validates manifests
+        # kubernetes_validate loads its schemas on import; only step 10 validates manifests
         import kubernetes_validate
     except ImportError:
         return False, "kubernetes-validate is not installed (pip install kubernetes-validate==1.37.0)"

@@ -75,7 +75,7 @@ def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, kernel: RunKe
     to ``notebook_log``, not echoed to the console. ``kernel``: the run's shared kernel
     (``helpers.tools.kernel``), emptied first; without it the notebook gets a kernel of its own.
     """
-    # heavy; only the notebook runner needs it
+    # papermill is heavy; only the notebook runner needs it
     import papermill as pm
 
     log = notebook_log(run_dir, nb)
