@@ -222,18 +222,13 @@ def reuse_evidence(profile: Any, results: list[EngineResult] | None = None) -> t
     return facts.prefix_reuse_ratio, "profile.prefix_reuse_ratio", "measured (unbounded-cache) prefix reuse"
 
 
-def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | None = None) -> list[TreeStep]:
-    """Walk the four steps of seed 003 §3.5; steps after the one that decides are recorded as not reached.
-
-    Step 3's reuse is ``reuse_evidence``: what step 5 achieved on a structured replay when ``results`` hold one;
-    its concurrency is ``departures.concurrency_evidence``: in flight at the SLA capacity when measured.
-    """
-    d, hw, cad, team = cfg.decision, cfg.hardware, cfg.cadence, cfg.team
+def _workload_step(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | None) -> TreeStep:
+    """Tree step 3: prefix reuse (``reuse_evidence``) over the threshold chooses SGLang; else the concurrency band."""
+    d = cfg.decision
     ratio, ratio_key, kind = reuse_evidence(profile, results)
     conc, conc_key, conc_words = concurrency_evidence(profile, results)
     ratio = None if ratio is None else round(float(ratio), 2)
     conc = None if conc is None else round(float(conc))
-    frequent = cad.updates_per_month >= d.frequent_updates_per_month or cad.concurrent_models > 1
     if ratio is not None and ratio >= d.prefix_reuse_threshold:
         wl, wl_out = "prefix_heavy", "sglang"
         wl_reason = f"{kind} {ratio:.2f} ≥ threshold {d.prefix_reuse_threshold:g} ({THRESHOLD_BASIS}): choose SGLang"
@@ -248,7 +243,15 @@ def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | No
         if conc is not None:
             band = "high" if wl == "high_concurrency" else "low (below it counts as low here)"
             wl_reason += f"; concurrency {conc:,} ({conc_words}) is {band} against {d.high_concurrency}"
-    tc = _team_condition(cfg)
+    return TreeStep(step=3, dimension="workload", question="Heavy prefix reuse (RAG, multi-turn, agents)?",
+                    inputs={ratio_key: ratio, conc_key: conc},
+                    thresholds={ratio_key: d.prefix_reuse_threshold, conc_key: d.high_concurrency},
+                    condition=wl, outcome=wl_out, reason=wl_reason)  # fmt: skip
+
+
+def _team_step(cfg: PlaybookConfig) -> TreeStep:
+    """Tree step 4: a large team chasing peak performance chooses TensorRT-LLM, else vLLM."""
+    tc, team = _team_condition(cfg), cfg.team
     who = f"{team.size} engineers, MLOps maturity {team.mlops_maturity}"
     team_reason = {
         "large_peak": f"{who}, chasing peak: a big team (> {BIG_TEAM_ABOVE}), TensorRT-LLM",
@@ -256,6 +259,22 @@ def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | No
         "middle": f"{who}: {team_size_class(team.size)} team by the seed's lines (small < {SMALL_TEAM_BELOW}, "
         f"big > {BIG_TEAM_ABOVE}), no clear leaning; vLLM by default, the measurements may overrule",
     }[tc]
+    return TreeStep(step=4, dimension="team",
+                    question="Small fast-iterating team, or a large MLOps team chasing peak performance?",
+                    inputs={"team.size": team.size, "team.mlops_maturity": team.mlops_maturity,
+                            "team.chase_peak": team.chase_peak},
+                    thresholds={"team.size": f"small < {SMALL_TEAM_BELOW}, big > {BIG_TEAM_ABOVE}"},
+                    condition=tc, outcome="trtllm" if tc == "large_peak" else "vllm", reason=team_reason)  # fmt: skip
+
+
+def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | None = None) -> list[TreeStep]:
+    """Walk the four steps of seed 003 §3.5; steps after the one that decides are recorded as not reached.
+
+    Step 3's reuse is ``reuse_evidence``: what step 5 achieved on a structured replay when ``results`` hold one;
+    its concurrency is ``departures.concurrency_evidence``: in flight at the SLA capacity when measured.
+    """
+    d, hw, cad = cfg.decision, cfg.hardware, cfg.cadence
+    frequent = cad.updates_per_month >= d.frequent_updates_per_month or cad.concurrent_models > 1
     upd, models, nv = "cadence.updates_per_month", "cadence.concurrent_models", hw.vendors == "nvidia-only"
     steps = [
         TreeStep(
@@ -282,28 +301,9 @@ def run_tree(cfg: PlaybookConfig, profile: Any, results: list[EngineResult] | No
                 + ("rebuilds would be a burden, vLLM" if frequent else "stable")
             ),
         ),
-        TreeStep(
-            step=3,
-            dimension="workload",
-            question="Heavy prefix reuse (RAG, multi-turn, agents)?",
-            inputs={ratio_key: ratio, conc_key: conc},
-            thresholds={ratio_key: d.prefix_reuse_threshold, conc_key: d.high_concurrency},
-            condition=wl,
-            outcome=wl_out,
-            reason=wl_reason,
-        ),
-        TreeStep(
-            step=4,
-            dimension="team",
-            question="Small fast-iterating team, or a large MLOps team chasing peak performance?",
-            inputs={"team.size": team.size, "team.mlops_maturity": team.mlops_maturity,
-                    "team.chase_peak": team.chase_peak},
-            thresholds={"team.size": f"small < {SMALL_TEAM_BELOW}, big > {BIG_TEAM_ABOVE}"},
-            condition=tc,
-            outcome="trtllm" if tc == "large_peak" else "vllm",
-            reason=team_reason,
-        ),
-    ]  # fmt: skip
+        _workload_step(cfg, profile, results),
+        _team_step(cfg),
+    ]
     done = False
     for s in steps:
         s.reached = not done
