@@ -67,10 +67,20 @@ def test_the_contracts_pass():
         ("core/config_engines.py", "from helpers.engines import ENGINES  # noqa", "registries"),
         ("benchmark/sla.py", "from helpers.cost import records  # noqa", "layers"),
         ("workload/profile.py", "def later():\n    from helpers.decision import records  # noqa", "layers"),
+        ("engines/vllm.py", "from helpers.launchers import LAUNCHERS  # noqa", "layers"),
         ("cost/records.py", "import helpers.benchmark.view  # noqa", "views"),
         ("core/paths.py", "import helpers.core.config  # noqa", "acyclic"),
     ],
-    ids=["foundations", "type-checking", "registries", "layers", "function-level", "views", "circle"],
+    ids=[
+        "foundations",
+        "type-checking",
+        "registries",
+        "layers",
+        "function-level",
+        "engines-launchers",
+        "views",
+        "circle",
+    ],
 )
 def test_a_planted_violation_breaks_its_contract(tmp_path, module, line, contract):
     rc, out = lint_imports(planted(tmp_path, module, line))
