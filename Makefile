@@ -54,6 +54,13 @@ test:
 	@$(SETUP) engines tools models
 	$(PY) -m pytest -q -ra --durations=25
 
+# The unit tests only: not e2e, not engine, not slow (tests/tiers.py: what starts processes, servers, kernels or
+# a browser, or drives a load in real time). Needs the venv and the real small model, no engine. Measured
+# 2026-12-05 on two CPU cores shared with other work (load about 2): 957 tests in 81 s (the whole suite: ~21 min).
+test-fast:
+	@$(SETUP) models
+	$(PY) -m pytest -q -ra -m "not e2e and not engine and not slow"
+
 bench: engines
 	@set -e; for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b; done
 
