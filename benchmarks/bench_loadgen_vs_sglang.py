@@ -48,12 +48,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from helpers.core.config import EngineSpec, ModelSpec, load_config
+from helpers.core.config import EngineSpec, ModelSpec
 from helpers.core.errors import EngineError
 from helpers.core.paths import resolve_repo_path
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.base import HOST
+from helpers.launchers.config_check import load_config
 from helpers.launchers.python import interpreter
 from helpers.launchers.server import free_port
 from helpers.measure.prompts import fixed_shapes, write_dataset

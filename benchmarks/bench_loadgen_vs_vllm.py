@@ -36,10 +36,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.core.config import EngineSpec, ModelSpec, load_config, parse_config
+from helpers.core.config import EngineSpec, ModelSpec
 from helpers.core.paths import ENGINES_DIR, resolve_repo_path
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
+from helpers.launchers.config_check import load_config, parse_config
 from helpers.launchers.python import interpreter
 from helpers.launchers.server import free_port
 from helpers.measure.loadgen import run_point

@@ -39,10 +39,10 @@ from fakes import faults  # noqa: E402
 from fakes.gpu_faults import run_gpu_faults  # noqa: E402
 from fakes.tmpfs import fill, mount_tmpfs, unmount  # noqa: E402
 
-from helpers.core.config import load_config  # noqa: E402
 from helpers.core.paths import WORKLOADS_DIR  # noqa: E402
 from helpers.engines import get_engine  # noqa: E402
 from helpers.launchers import LAUNCHERS  # noqa: E402
+from helpers.launchers.config_check import load_config  # noqa: E402
 from helpers.launchers.server import free_port  # noqa: E402
 from helpers.run.lock import LOCK_NAME, read_holder  # noqa: E402
 from helpers.workload.traces import load_trace  # noqa: E402

@@ -58,7 +58,8 @@ from helpers.benchmark import evidence
 from helpers.benchmark.run import run_benchmarks
 from helpers.benchmark.session import EngineSession
 from helpers.benchmark.sla import grid_points, meets_sla, representative, sla_text
-from helpers.core.config import PlaybookConfig, load_config, parse_config
+from helpers.core.config import PlaybookConfig
+from helpers.launchers.config_check import load_config, parse_config
 from helpers.run.records import CapacitySummary, EngineResult
 
 DEFAULT_CONFIG = "playbook/workloads/default.yaml"

@@ -1,4 +1,8 @@
-"""Config sections of the model and the engine configurations: model folder, knobs, launcher, engine spec."""
+"""Config sections of the model and the engine configurations: model folder, knobs, launcher, engine spec.
+
+The names of engines and launchers are plain text here: the foundation knows no registry. They are checked
+against ``ENGINES`` and ``LAUNCHERS`` by ``helpers.launchers.config_check``, where a config is loaded for a run.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,6 @@ from pydantic import Field, field_validator, model_validator
 
 from helpers.core.config_base import PositiveInt, _Strict
 from helpers.core.paths import resolve_model_dir
-from helpers.core.text import unknown_choice
-from helpers.engines import ENGINES
-from helpers.launchers import LAUNCHERS
 
 
 class ModelSpec(_Strict):
@@ -126,13 +127,6 @@ class LauncherSpec(_Strict):
         description="Name of the environment variable holding the API key; never the key itself.",
     )
 
-    @field_validator("kind")
-    @classmethod
-    def _known_launcher(cls, v: str) -> str:
-        if v not in LAUNCHERS:
-            raise ValueError(unknown_choice("launcher", v, LAUNCHERS))
-        return v
-
 
 def placeholder_weights(dummy_weights: bool, engine_options: Mapping[str, str]) -> bool:
     """Whether a configuration serves weights that mean nothing: the dummy loader, or a random-weight folder.
@@ -189,29 +183,3 @@ class EngineSpec(_Strict):
     def _version_text(cls, v: object) -> object:
         """A version YAML reads as a number (``version: 1.2``) is taken as its text."""
         return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-
-    @field_validator("engine")
-    @classmethod
-    def _known_engine(cls, v: str) -> str:
-        if v not in ENGINES:
-            raise ValueError(unknown_choice("engine", v, ENGINES))
-        return v
-
-    @model_validator(mode="after")
-    def _launcher_complete(self) -> EngineSpec:
-        """The launcher has what its kind needs, and the engine can do what is asked (errors name the engine)."""
-        LAUNCHERS[self.launcher.kind].check_spec(self.launcher)
-        adapter = ENGINES[self.engine]
-        if self.launcher.kind == "python" and not adapter.module:
-            raise ValueError(
-                f"engine {self.engine!r} has no server module to start with the python launcher (the launcher "
-                f"a section without one gets); {adapter.install_hint or 'give launcher.kind docker or endpoint'}"
-            )
-        adapter.check_spec(self)
-        methods = ENGINES[self.engine].speculative_methods
-        if self.knobs.speculative is not None and self.knobs.speculative.method not in methods:
-            raise ValueError(
-                f"knobs.speculative.method {self.knobs.speculative.method!r} is not supported by engine "
-                f"{self.engine!r} (supported: {', '.join(sorted(methods)) or 'none'})"
-            )
-        return self

@@ -8,12 +8,24 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from helpers.core.config import PlaybookConfig
+    from helpers.core.config_engines import EngineSpec
 
 MASK = "***"
+
+
+class HasEngines(Protocol):
+    """What ``known_secrets`` reads of a config (``PlaybookConfig`` is one): its engine configurations."""
+
+    @property
+    def engines(self) -> Sequence[EngineSpec]:
+        """The engine configurations, whose launchers name the secrets."""
+        ...
+
+
 _SECRET_KEY = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 
 
@@ -25,7 +37,7 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_KEY.search(name)) and not name.lower().endswith("_env")
 
 
-def known_secrets(cfg: PlaybookConfig) -> list[str]:
+def known_secrets(cfg: HasEngines) -> list[str]:
     """Secret values in force for ``cfg``: API keys from the environment and secret-looking launcher env."""
     found: list[str] = []
     for e in cfg.engines:

@@ -20,13 +20,14 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from helpers.core.config import PlaybookConfig, load_config
+from helpers.core.config import PlaybookConfig
 from helpers.core.config_engines import EngineSpec, Knobs
 from helpers.core.paths import REPORTS_DIR
 from helpers.core.text import label_slug
 from helpers.environment.prediction import CalibrationFactor, CalibrationTable, predict_config
 from helpers.environment.prediction_check import GOAL, measured_capacity, predicted_on_axis
 from helpers.environment.records import EnvironmentRecord
+from helpers.launchers.config_check import load_config
 from helpers.model.gpu_specs import GpuSpec, gpu_spec
 from helpers.model.shape import read_model_shape
 from helpers.run.folder import ArtifactError, RunFolder

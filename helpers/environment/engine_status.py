@@ -12,8 +12,8 @@ import pandas as pd
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.paths import repo_relative
 from helpers.engines import EngineAdapter, get_engine
+from helpers.engines.recipes import setup_hint
 from helpers.launchers import LAUNCHERS
-from helpers.tools.engine_setup import setup_hint
 
 
 def engine_status(spec: EngineSpec) -> dict[str, object]:

@@ -241,7 +241,7 @@ def memory_plan_frame(plan: MemoryPlan) -> pd.DataFrame:
 
 def plot_memory_plan(plan: MemoryPlan) -> Figure:
     """Stacked bars per precision: weights, overhead and KV cache on one GPU, against its memory."""
-    # heavy; imported only where a figure is drawn
+    # matplotlib is heavy: imported only where a figure is drawn
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(8, 4), layout="constrained")

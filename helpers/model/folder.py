@@ -22,7 +22,7 @@ PUNCTUATION = [".", ",", "?", "!", ";", ":", "'", '"', "-", "(", ")"]
 
 def english_words() -> list[str]:
     """The English word list guidellm's synthetic text (Faker, en_US) draws from, lower-cased."""
-    # large word lists, read once when a model folder is written
+    # faker: large word lists, read once when a model folder is written
     from faker.providers.lorem.en_US import Provider
 
     return sorted({w.lower() for w in Provider.word_list})
@@ -105,7 +105,7 @@ def llama_config(preset: str) -> dict[str, Any]:
 
 def write_model_folder(out: str | Path, preset: str) -> Path:
     """Write ``config.json`` and a word-level tokenizer for ``preset`` into ``out``."""
-    # native library; loaded only where prompts are tokenized
+    # tokenizers: a native library, loaded only where prompts are tokenized
     from tokenizers import (
         Tokenizer,
         models,

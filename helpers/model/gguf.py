@@ -235,7 +235,7 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "bfloa
     # torch (heavy) and gguf (optional): only model set-up converts weights; a playbook run never does
     import torch  # heavy: bf16 tensors
     from gguf import GGUFReader  # optional: reads the GGUF file
-    from safetensors.torch import save_file  # with torch: writes the weights
+    from safetensors.torch import save_file  # safetensors.torch imports torch: writes the weights
 
     if dtype not in ("bfloat16", "float16", "float32"):
         raise GgufError(f"dtype {dtype!r} is not supported; allowed: bfloat16, float16, float32")

@@ -119,7 +119,7 @@ def plan_shards(shapes: dict[str, tuple[int, ...]], shard_bytes: int = SHARD_BYT
 def _save_torch(names: list[str], shapes: dict[str, tuple[int, ...]], path: Path, seed: int) -> None:
     # torch is optional (heavy): the playbook's environment and the GPU host have it, a bare host may not
     import torch
-    from safetensors.torch import save_file  # imports torch: lazily, for the same reason
+    from safetensors.torch import save_file  # safetensors.torch imports torch: lazily, for the same reason
 
     gen = torch.Generator().manual_seed(seed)
     tensors = {}

@@ -63,7 +63,7 @@ def _error_bar(fig: Figure) -> list[list[float]] | None:
 
 def tradeoff_png(summary: RunSummary) -> str | None:
     """A data URI of the chart: output tok/s per GPU or CPU replica (x), TTFT p95 (y), SLA line, primary starred."""
-    # heavy; imported only where a figure is drawn
+    # matplotlib is heavy: imported only where a figure is drawn
     import matplotlib.pyplot as plt
 
     cost = saved_cost(summary)

@@ -123,7 +123,7 @@ def _bundled_templates() -> Path | None:
     That is the case when nbconvert was installed with ``pip --target`` (an offline bundle): its
     templates are then not on the Jupyter path.
     """
-    # heavy; only the report renderer needs it
+    # nbconvert is heavy; only the report renderer needs it
     import nbconvert
 
     bundled = Path(nbconvert.__file__).resolve().parent.parent / "share" / "jupyter" / "nbconvert" / "templates"
@@ -132,7 +132,7 @@ def _bundled_templates() -> Path | None:
 
 def render_html(nb: nbformat.NotebookNode) -> str:
     """Render a notebook to self-contained HTML with code hidden."""
-    # heavy; only the report renderer needs it
+    # nbconvert is heavy; only the report renderer needs it
     from nbconvert import HTMLExporter
 
     bundled = _bundled_templates()

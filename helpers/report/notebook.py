@@ -18,9 +18,10 @@ from typing import Any
 import mistune
 import pandas as pd
 
-from helpers.core.config import PlaybookConfig, load_config
+from helpers.core.config import PlaybookConfig
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
 from helpers.core.text import slug
+from helpers.launchers.config_check import load_config
 from helpers.report.tables import COLLAPSE_ROWS, for_people, table_html, write_csv
 from helpers.run.folder import RunFolder
 
@@ -88,7 +89,7 @@ def esc(value: Any) -> str:
 
 
 def _display(obj: Any) -> None:
-    # present only inside a notebook kernel
+    # IPython is present only inside a notebook kernel
     from IPython.display import display
 
     display(obj)
@@ -96,7 +97,7 @@ def _display(obj: Any) -> None:
 
 def show_html(markup: str) -> None:
     """Display trusted markup built by the playbook (callers escape what they interpolate)."""
-    # present only inside a notebook kernel
+    # IPython is present only inside a notebook kernel
     from IPython.display import HTML
 
     _display(HTML(markup))
@@ -178,10 +179,10 @@ def figure_png(fig: Any, dpi: int = 110) -> bytes:
 
 def show_figure(fig: Any) -> None:
     """Display a matplotlib figure as an embedded PNG (so the report carries it) and close it."""
-    # heavy; imported only where a figure is drawn
+    # matplotlib is heavy: imported only where a figure is drawn
     import matplotlib.pyplot as plt
 
-    # present only inside a notebook kernel
+    # IPython is present only inside a notebook kernel
     from IPython.display import Image
 
     _display(Image(data=figure_png(fig)))

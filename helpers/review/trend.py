@@ -38,7 +38,7 @@ def trend_rows(archive: list[RunSummary]) -> list[dict[str, Any]]:
 
 def trend_figure(archive: list[RunSummary], workload: str):
     """Throughput and $/Mtok over time for ``workload``, one line per configuration (a matplotlib Figure)."""
-    # heavy; imported only where a figure is drawn
+    # matplotlib is heavy: imported only where a figure is drawn
     import matplotlib.pyplot as plt
 
     df = pd.DataFrame([r for r in trend_rows(archive) if r["workload"] == workload])
@@ -69,7 +69,7 @@ def trend_figure(archive: list[RunSummary], workload: str):
 
 def trend_png_data_uri(archive: list[RunSummary], workload: str) -> str:
     """``trend_figure`` as a ``data:image/png;base64,...`` URI (the index page stays one file)."""
-    # heavy; imported only where a figure is drawn
+    # matplotlib is heavy: imported only where a figure is drawn
     import matplotlib.pyplot as plt
 
     fig = trend_figure(archive, workload)

@@ -148,18 +148,9 @@ def _rollback_rules(chosen: Chosen, sig: Signals, crit: RollbackCriteria, who: s
     return out
 
 
-def rules(
-    chosen: Chosen, th: AlertThresholds, sig: Signals | None = None, crit: RollbackCriteria | None = None
-) -> dict[str, Any]:
-    """The rule file as data: one group named after the workload and configuration.
-
-    With ``crit`` (the rollout's rollback criteria) the throughput-floor and pod-restart rules are added.
-    """
-    gpus = None if chosen.adapter.runs_on_cpu else gpu_selector(chosen.name)
-    sig = sig or signals(chosen.adapter, engine_selector(chosen.served_name), gpus, th.window)
-    who = f"{chosen.adapter.display_name} {chosen.version or ''} serving {chosen.served_name}".replace("  ", " ")
-    labels = {"workload": chosen.workload, "engine": chosen.adapter.name, "deployment": chosen.name}
-    out = [
+def _serving_rules(sig: Signals, th: AlertThresholds, who: str, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The rules every engine gets: TTFT p95 over the SLA, a long queue, metrics gone."""
+    return [
         _rule(
             "EngineTTFTP95High",
             f"{sig.ttft_p95_s} * 1000 > {th.ttft_p95_ms:g}",
@@ -192,6 +183,13 @@ def rules(
             "absent",
         ),
     ]
+
+
+def _resource_rules(
+    chosen: Chosen, sig: Signals, th: AlertThresholds, who: str, labels: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The rules on what the engine's series and the GPU exporter show: KV cache, GPU utilisation and memory."""
+    out: list[dict[str, Any]] = []
     if sig.kv_usage:
         out.append(
             _rule(
@@ -241,6 +239,21 @@ def rules(
                 None,
             )
         )
+    return out
+
+
+def rules(
+    chosen: Chosen, th: AlertThresholds, sig: Signals | None = None, crit: RollbackCriteria | None = None
+) -> dict[str, Any]:
+    """The rule file as data: one group named after the workload and configuration.
+
+    With ``crit`` (the rollout's rollback criteria) the throughput-floor and pod-restart rules are added.
+    """
+    gpus = None if chosen.adapter.runs_on_cpu else gpu_selector(chosen.name)
+    sig = sig or signals(chosen.adapter, engine_selector(chosen.served_name), gpus, th.window)
+    who = f"{chosen.adapter.display_name} {chosen.version or ''} serving {chosen.served_name}".replace("  ", " ")
+    labels = {"workload": chosen.workload, "engine": chosen.adapter.name, "deployment": chosen.name}
+    out = [*_serving_rules(sig, th, who, labels), *_resource_rules(chosen, sig, th, who, labels)]
     if crit is not None:
         out += _rollback_rules(chosen, sig, crit, who, labels)
     return {"groups": [{"name": f"engine-playbook-{chosen.name}", "rules": out}]}

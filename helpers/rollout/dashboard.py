@@ -10,8 +10,10 @@ loads the file back through the SDK's model and checks that every panel kept its
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, NamedTuple
 
 from helpers.rollout.alerts import AlertThresholds
 from helpers.rollout.choice import Chosen
@@ -21,25 +23,37 @@ SDK_PIN = "grafana-foundation-sdk==1769699998!10.1.0"
 DATASOURCE_VAR = "datasource"
 
 
+class Sdk(NamedTuple):
+    """The modules of grafana-foundation-sdk the dashboard is built and read back with."""
+
+    cb: ModuleType  # builders.common
+    db: ModuleType  # builders.dashboard
+    pb: ModuleType  # builders.prometheus
+    ts: ModuleType  # builders.timeseries
+    cm: ModuleType  # models.common
+    dm: ModuleType  # models.dashboard
+    pm: ModuleType  # models.prometheus
+    encoder: ModuleType  # cog.encoder (JSONEncoder)
+    plugins: ModuleType  # cog.plugins (register_default_plugins)
+
+
+@cache
+def sdk() -> Sdk:
+    """grafana-foundation-sdk's modules, imported once, on first use (``ImportError`` where it is missing)."""
+    # grafana_foundation_sdk: thousands of generated classes, imported only when a dashboard is built or read back
+    from grafana_foundation_sdk.builders import common, dashboard, prometheus, timeseries
+    from grafana_foundation_sdk.cog import encoder, plugins
+    from grafana_foundation_sdk.models import common as models_common
+    from grafana_foundation_sdk.models import dashboard as models_dashboard
+    from grafana_foundation_sdk.models import prometheus as models_prometheus
+
+    return Sdk(common, dashboard, prometheus, timeseries, models_common, models_dashboard, models_prometheus,
+               encoder, plugins)  # fmt: skip
+
+
 def _panel(title: str, unit: str, queries: list[tuple[str, str]], description: str, limit: float | None = None):
-    # a large SDK needed only when the dashboard is built
-    from grafana_foundation_sdk.builders import common as cb
-
-    # a large SDK needed only when the dashboard is built
-    from grafana_foundation_sdk.builders import dashboard as db
-
-    # a large SDK needed only when the dashboard is built
-    from grafana_foundation_sdk.builders import prometheus as pb
-
-    # a large SDK needed only when the dashboard is built
-    from grafana_foundation_sdk.builders import timeseries as ts
-
-    # a large SDK needed only when the dashboard is built
-    from grafana_foundation_sdk.models import common as cm
-
-    # a large SDK needed only when the dashboard is built
-    from grafana_foundation_sdk.models import dashboard as dm
-
+    s = sdk()
+    cb, db, pb, ts, cm, dm = s.cb, s.db, s.pb, s.ts, s.cm, s.dm
     panel = (
         ts.Panel()
         .title(title)
@@ -65,12 +79,7 @@ def _panel(title: str, unit: str, queries: list[tuple[str, str]], description: s
 
 def build(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> dict[str, Any]:
     """The dashboard JSON model (a dict) for ``chosen``."""
-    # a large SDK needed only when the dashboard is built
-    from grafana_foundation_sdk.builders import dashboard as db
-
-    # a large SDK needed only when the dashboard is built
-    from grafana_foundation_sdk.cog.encoder import JSONEncoder
-
+    db, encoder = sdk().db, sdk().encoder
     gpus = None if chosen.adapter.runs_on_cpu else gpu_selector(chosen.name)
     sig = sig or signals(chosen.adapter, engine_selector(chosen.served_name), gpus, th.window)
     who = f"{chosen.adapter.display_name} {chosen.version or ''}".strip()
@@ -107,7 +116,7 @@ def build(chosen: Chosen, th: AlertThresholds, sig: Signals | None = None) -> di
         d = d.with_panel(_panel("GPU memory used", "percent", [(sig.gpu_mem_pct, "{{pod}} GPU {{gpu}}")],
                                 f"FB used / (used + free) per GPU; alert above {th.gpu_mem_max_pct:g}%.",
                                 th.gpu_mem_max_pct))  # fmt: skip
-    return json.loads(json.dumps(d.build(), cls=JSONEncoder))
+    return json.loads(json.dumps(d.build(), cls=encoder.JSONEncoder))
 
 
 def write_dashboard(path: Path, chosen: Chosen, th: AlertThresholds) -> Path:
@@ -120,27 +129,14 @@ def write_dashboard(path: Path, chosen: Chosen, th: AlertThresholds) -> Path:
 
 def load_dashboard(path: Path):
     """The dashboard file loaded back into the SDK's model (``grafana_foundation_sdk.models.dashboard``)."""
-    # a large SDK needed only when the dashboard is built
-    from grafana_foundation_sdk.cog.plugins import register_default_plugins
-
-    # a large SDK needed only when the dashboard is built
-    from grafana_foundation_sdk.models import dashboard as dm
-
-    register_default_plugins()
-    return dm.Dashboard.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+    sdk().plugins.register_default_plugins()
+    return sdk().dm.Dashboard.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
 def validate_dashboard(path: Path) -> tuple[bool, str]:
     """Load the file back through the SDK; every panel must keep a Prometheus query and survive a round trip."""
     try:
-        # a large SDK needed only when the dashboard is built
-        from grafana_foundation_sdk.cog.encoder import JSONEncoder
-
-        # a large SDK needed only when the dashboard is built
-        from grafana_foundation_sdk.models import dashboard as dm
-
-        # a large SDK needed only when the dashboard is built
-        from grafana_foundation_sdk.models import prometheus as pm
+        dm, pm, encoder = sdk().dm, sdk().pm, sdk().encoder
     except ImportError:
         return False, f"grafana-foundation-sdk is not installed ({SDK_PIN})"
     path = Path(path)
@@ -157,7 +153,7 @@ def validate_dashboard(path: Path) -> tuple[bool, str]:
         queries = [t for t in panel.targets or [] if isinstance(t, pm.Dataquery) and t.expr]
         if not queries:
             problems.append(f"panel {panel.title!r} has no Prometheus query")
-    again = json.loads(json.dumps(model, cls=JSONEncoder))
+    again = json.loads(json.dumps(model, cls=encoder.JSONEncoder))
     if again != original:
         problems.append("the dashboard changes when loaded and written back (fields the SDK does not know)")
     if not titles:

@@ -69,6 +69,41 @@ def _resources(chosen: Chosen, cpu: str, memory: str) -> dict[str, Any]:
     return {"requests": {"cpu": cpu, "memory": memory}, "limits": {"nvidia.com/gpu": gpus}}
 
 
+def _container(chosen: Chosen, p: LaunchPlan, mounts: list[dict[str, Any]], cpu: str, memory: str) -> dict[str, Any]:
+    """The engine's container: image, arguments, port, resources, the three probes on its health path."""
+    adapter = chosen.adapter
+    probe = {"httpGet": {"path": adapter.health_path, "port": "http"}, "periodSeconds": PROBE_PERIOD_S}
+    container: dict[str, Any] = {
+        "name": "engine",
+        "image": p.image,
+        "args": p.container_args,
+        "ports": [{"name": "http", "containerPort": p.port, "protocol": "TCP"}],
+        "resources": _resources(chosen, cpu, memory),
+        "startupProbe": {**probe, "failureThreshold": math.ceil(startup_budget_s(chosen) / PROBE_PERIOD_S)},
+        "readinessProbe": {**probe, "failureThreshold": 3},
+        "livenessProbe": {**probe, "periodSeconds": 20, "failureThreshold": 3},
+        "volumeMounts": mounts,
+    }
+    if p.container_command:
+        container["command"] = p.container_command
+    if p.container_env:
+        container["env"] = _env(chosen, p.container_env)
+    return container
+
+
+def _annotations(chosen: Chosen, p: LaunchPlan) -> dict[str, str]:
+    """The pod's annotations: where Prometheus scrapes it, and which engine, version and tuned knobs it runs."""
+    adapter = chosen.adapter
+    return {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(p.port),
+        "prometheus.io/path": adapter.metrics_path,
+        "engine-playbook/engine": adapter.name,
+        "engine-playbook/version": chosen.version or "unknown",
+        "engine-playbook/tuned-knobs": ",".join(f"{k}={v}" for k, v in sorted(chosen.tuned_applied.items())) or "none",
+    }
+
+
 def manifests(
     chosen: Chosen,
     p: LaunchPlan,
@@ -81,8 +116,7 @@ def manifests(
 
     ``replicas`` is the fleet size of step 6 (``helpers.rollout.scaling.fleet_sizing``).
     """
-    name, labels, adapter = chosen.name, labels_of(chosen), chosen.adapter
-    probe = {"httpGet": {"path": adapter.health_path, "port": "http"}, "periodSeconds": PROBE_PERIOD_S}
+    name, labels = chosen.name, labels_of(chosen)
     mounts: list[dict[str, Any]] = [
         {"name": "model", "mountPath": MODEL_MOUNT, "readOnly": True},
         {"name": "shm", "mountPath": "/dev/shm"},
@@ -104,29 +138,7 @@ def manifests(
         )
         mounts.append({"name": "options", "mountPath": OPTIONS_MOUNT, "readOnly": True})
         volumes.append({"name": "options", "configMap": {"name": cm}})
-    container: dict[str, Any] = {
-        "name": "engine",
-        "image": p.image,
-        "args": p.container_args,
-        "ports": [{"name": "http", "containerPort": p.port, "protocol": "TCP"}],
-        "resources": _resources(chosen, cpu, memory),
-        "startupProbe": {**probe, "failureThreshold": math.ceil(startup_budget_s(chosen) / PROBE_PERIOD_S)},
-        "readinessProbe": {**probe, "failureThreshold": 3},
-        "livenessProbe": {**probe, "periodSeconds": 20, "failureThreshold": 3},
-        "volumeMounts": mounts,
-    }
-    if p.container_command:
-        container["command"] = p.container_command
-    if p.container_env:
-        container["env"] = _env(chosen, p.container_env)
-    annotations = {
-        "prometheus.io/scrape": "true",
-        "prometheus.io/port": str(p.port),
-        "prometheus.io/path": adapter.metrics_path,
-        "engine-playbook/engine": adapter.name,
-        "engine-playbook/version": chosen.version or "unknown",
-        "engine-playbook/tuned-knobs": ",".join(f"{k}={v}" for k, v in sorted(chosen.tuned_applied.items())) or "none",
-    }
+    container = _container(chosen, p, mounts, cpu, memory)
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -136,7 +148,7 @@ def manifests(
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             "template": {
-                "metadata": {"labels": labels, "annotations": annotations},
+                "metadata": {"labels": labels, "annotations": _annotations(chosen, p)},
                 "spec": {"terminationGracePeriodSeconds": 60, "containers": [container], "volumes": volumes},
             },
         },
@@ -202,7 +214,7 @@ def validate_manifests(path: Path, k8s_version: str | None = None) -> tuple[bool
     when none failed but one had no schema to check against (a custom resource); the lines say which.
     """
     try:
-        # loads its schemas on import; only step 10 validates manifests
+        # kubernetes_validate loads its schemas on import; only step 10 validates manifests
         import kubernetes_validate
     except ImportError:
         return False, "kubernetes-validate is not installed (pip install kubernetes-validate==1.37.0)"

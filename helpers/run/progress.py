@@ -261,3 +261,11 @@ def read_events(path: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]
         if isinstance(ev, dict):
             events.append(ev)
     return events, offset + end
+
+
+def duration_text(seconds: float) -> str:
+    """``95`` → ``1m35s``; ``4000`` → ``1h06m``."""
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"

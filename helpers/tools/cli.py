@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from helpers.benchmark.run import FROM_POINTS_ENV
-from helpers.core.config import load_config
 from helpers.core.errors import PlaybookError
 from helpers.core.paths import REPORTS_DIR
+from helpers.launchers.config_check import load_config
 from helpers.model.random_weights import SHARD_BYTES, write_random_weights
 from helpers.tools.batch.run import add_batch_arguments, batch_command
 from helpers.tools.bundle import add_bundle_arguments, bundle_command

@@ -23,11 +23,12 @@ from typing import Any
 
 import yaml
 
-from helpers.core.config import PlaybookConfig, load_config, parse_config
+from helpers.core.config import PlaybookConfig
 from helpers.core.errors import ConfigError
 from helpers.core.paths import REPO_ROOT, WORKLOADS_DIR, resolve_model_dir
 from helpers.core.text import slug, unknown_choice
 from helpers.engines import ENGINES, get_engine
+from helpers.launchers.config_check import load_config, parse_config
 from helpers.model.gpu_specs import gpu_spec
 from helpers.tools.check.host import read_gpus
 from helpers.tools.commented_yaml import commented_yaml

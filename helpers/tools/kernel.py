@@ -48,7 +48,7 @@ def kernel_manager_writing_to(log: IO[str]) -> type:
     directly: its start-up warning ("running over TCP without encryption"), and the processes it starts
     (multiprocessing's resource tracker: "leaked semaphore objects" when guidellm's workers end).
     """
-    # heavy; only the notebook runner needs it (papermill brings it)
+    # jupyter_client is heavy; only the notebook runner needs it (papermill brings it)
     from jupyter_client.manager import AsyncKernelManager
 
     class NotebookKernelManager(AsyncKernelManager):

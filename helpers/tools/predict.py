@@ -15,11 +15,12 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from helpers.core.config import PlaybookConfig, load_config
+from helpers.core.config import PlaybookConfig
 from helpers.core.errors import ConfigError
 from helpers.cost.compute import cost_per_million, price_for, traffic_demand
 from helpers.environment.prediction import load_calibration, predict_run
 from helpers.environment.records import ConfigPrediction, PredictionRecord
+from helpers.launchers.config_check import load_config
 from helpers.model.gpu_specs import gpu_spec, load_gpu_specs
 
 

@@ -19,8 +19,7 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from helpers.run.progress import Tracker, Unit, read_events
-from helpers.tools.batch.progress import duration_text
+from helpers.run.progress import Tracker, Unit, duration_text, read_events
 
 PREFIX = "[step 5]"
 BAR_FORMAT = "{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} units [{elapsed}{postfix}]"

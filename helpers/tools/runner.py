@@ -22,10 +22,11 @@ from typing import TextIO
 import yaml
 
 from helpers.core.atomic import write_json_atomic, write_text_atomic
-from helpers.core.config import PlaybookConfig, load_config, public_dict
+from helpers.core.config import PlaybookConfig, public_dict
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR, repo_relative
 from helpers.core.secrets import known_secrets, redact
 from helpers.core.text import slug
+from helpers.launchers.config_check import load_config
 from helpers.report.html import render_report
 from helpers.report.run_summary import write_summary
 from helpers.run.lock import RunLock
@@ -74,7 +75,7 @@ def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, kernel: RunKe
     to ``notebook_log``, not echoed to the console. ``kernel``: the run's shared kernel
     (``helpers.tools.kernel``), emptied first; without it the notebook gets a kernel of its own.
     """
-    # heavy; only the notebook runner needs it
+    # papermill is heavy; only the notebook runner needs it
     import papermill as pm
 
     log = notebook_log(run_dir, nb)

@@ -172,6 +172,42 @@ def _events(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return times[order], np.cumsum(delta[order])
 
 
+def _end_times(
+    start: np.ndarray,
+    end: np.ndarray,
+    inp: np.ndarray,
+    out: np.ndarray,
+    per_token_ms: float,
+    prefill_ms_per_1k: float,
+    notes: list[str],
+) -> tuple[np.ndarray, str | None]:
+    """End times with the missing ones (NaN) estimated by the latency model, and the model's text (None: none)."""
+    missing = np.isnan(end)
+    model = None
+    if missing.any():
+        est = start + (prefill_ms_per_1k * inp / 1000.0 + per_token_ms * out) / 1000.0
+        end = np.where(missing, est, end)
+        model = f"duration = {prefill_ms_per_1k:g} ms per 1,000 input tokens"
+        model += f" + {per_token_ms:g} ms per output token"
+        if not missing.all():
+            notes.append(f"{int(missing.sum())} of {len(end)} end times estimated ({model})")
+    return np.maximum(end, start), model
+
+
+def _bucket_concurrency(
+    t: np.ndarray, level: np.ndarray, dt: np.ndarray, lasting: np.ndarray, edges: np.ndarray, bucket: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and highest requests in flight in each timeline bucket (``edges``: the buckets' bounds)."""
+    nb = len(edges) - 1
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * dt)])
+    conc_bucket = np.diff(np.interp(edges, t, area)) / bucket
+    at_edge = np.concatenate([[0], level])[np.searchsorted(t, edges[:-1], side="right")]
+    ev_b = np.minimum((t // bucket).astype(np.int64), nb - 1)
+    ev_max = np.zeros(nb, np.int64)
+    np.maximum.at(ev_max, ev_b, np.where(lasting, level, 0))
+    return conc_bucket, np.maximum(ev_max, at_edge)
+
+
 def profile_trace(
     trace: Trace,
     per_token_ms: float = 20.0,
@@ -191,15 +227,7 @@ def profile_trace(
     end = df["end_s"].to_numpy(dtype=float)
     missing = np.isnan(end)
     notes = list(trace.notes)
-    model = None
-    if missing.any():
-        est = start + (prefill_ms_per_1k * inp / 1000.0 + per_token_ms * out) / 1000.0
-        end = np.where(missing, est, end)
-        model = f"duration = {prefill_ms_per_1k:g} ms per 1,000 input tokens"
-        model += f" + {per_token_ms:g} ms per output token"
-        if not missing.all():
-            notes.append(f"{int(missing.sum())} of {len(df)} end times estimated ({model})")
-    end = np.maximum(end, start)
+    end, model = _end_times(start, end, inp, out, per_token_ms, prefill_ms_per_1k, notes)
     t, level = _events(start, end)
     dt = np.diff(t)
     lasting = np.append(dt > 0, False)  # levels held for no time (ties) do not count as concurrency
@@ -214,13 +242,7 @@ def profile_trace(
     edges = np.arange(nb + 1) * bucket
     b_of = np.minimum((start // bucket).astype(np.int64), nb - 1)
     arrivals = np.bincount(b_of, minlength=nb)
-    area = np.concatenate([[0.0], np.cumsum(level[:-1] * dt)])
-    conc_bucket = np.diff(np.interp(edges, t, area)) / bucket
-    at_edge = np.concatenate([[0], level])[np.searchsorted(t, edges[:-1], side="right")]
-    ev_b = np.minimum((t // bucket).astype(np.int64), nb - 1)
-    ev_max = np.zeros(nb, np.int64)
-    np.maximum.at(ev_max, ev_b, np.where(lasting, level, 0))
-    conc_max = np.maximum(ev_max, at_edge)
+    conc_bucket, conc_max = _bucket_concurrency(t, level, dt, lasting, edges, bucket)
 
     peak_window = PEAK_WINDOW_S if duration >= 10 * PEAK_WINDOW_S else bucket
     _, per_window = np.unique(start // peak_window, return_counts=True)  # sparse: an outlier time is one more window

@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from helpers.benchmark.run import run_benchmarks
-from helpers.core.config import parse_config
 from helpers.core.errors import ConfigError
 from helpers.engines import ENGINES
 from helpers.engines.vllm import VllmAdapter
+from helpers.launchers.config_check import parse_config
 from helpers.run.records import load_engine_results
 
 FAKE_ENGINE = "fake-vllm"

@@ -8,9 +8,9 @@ import copy
 import pytest
 import yaml
 
-from helpers.core.config import load_config, parse_config
 from helpers.core.errors import ConfigError
 from helpers.core.paths import WORKLOADS_DIR
+from helpers.launchers.config_check import load_config, parse_config
 
 GOOD = {
     "name": "config-test",

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.core.config import parse_config
 from helpers.core.errors import ConfigError
 from helpers.core.paths import MODELS_DIR, REPO_ROOT
 from helpers.engines import get_engine
 from helpers.launchers import LAUNCHERS
+from helpers.launchers.config_check import parse_config
 
 MODEL_DIR = str(MODELS_DIR / "tiny-llama")
 PORT = 8123

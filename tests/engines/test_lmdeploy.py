@@ -14,13 +14,13 @@ from decision_data import SGLANG, VLLM, cfg, recorded, scaled
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from helpers.benchmark.claims import claims_table
-from helpers.core.config import load_config, parse_config
 from helpers.core.errors import ConfigError, EngineError
 from helpers.core.paths import MODELS_DIR, REPO_ROOT, WORKLOADS_DIR
 from helpers.decision.tree import DISPLAY, FAMILIES, FIT
 from helpers.engines import ENGINES, get_engine
 from helpers.engines.lmdeploy import CUDA12_LIBRARIES
 from helpers.launchers import LAUNCHERS
+from helpers.launchers.config_check import load_config, parse_config
 from helpers.measure.metrics import parse_page, snapshot, summarize
 from helpers.model import random_weights as rw
 from helpers.model.reference_data import load_engine_facts

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from helpers.benchmark.speculative import spec_decode_stats, speedups
-from helpers.core.config import parse_config
 from helpers.core.errors import ConfigError
 from helpers.engines import ENGINES
+from helpers.launchers.config_check import parse_config
 from helpers.measure.metrics import parse_page
 
 

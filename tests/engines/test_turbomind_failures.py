@@ -12,10 +12,10 @@ import sys
 import pytest
 
 from helpers.benchmark.run import run_benchmarks
-from helpers.core.config import parse_config
 from helpers.core.errors import ConfigError
 from helpers.engines import ENGINES, get_engine
 from helpers.engines.lmdeploy import LmdeployAdapter
+from helpers.launchers.config_check import parse_config
 
 FAKE = "fake-lmdeploy"
 CUDART = "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"

@@ -20,11 +20,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from helpers.core.config import PlaybookConfig, parse_config
+from helpers.core.config import PlaybookConfig
 from helpers.core.errors import ConfigError
 from helpers.core.paths import resolve_repo_path
 from helpers.core.text import slug, unknown_choice
 from helpers.engines import ENGINES
+from helpers.launchers.config_check import parse_config
 from helpers.tools.batch.executors import EXECUTORS
 from helpers.tools.batch.executors.base import ExecutorSpec, Resources
 

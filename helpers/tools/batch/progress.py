@@ -11,13 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-
-def duration_text(seconds: float) -> str:
-    """``95`` → ``1m35s``; ``4000`` → ``1h06m``."""
-    s = int(round(seconds))
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+from helpers.run.progress import duration_text
 
 
 class Progress:

@@ -13,10 +13,20 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from helpers.core.errors import BundleError
 from helpers.tools.bundle.archive import join_parts, pack, split_file, tree_bytes, verify_parts
 from helpers.tools.bundle.install_script import render_install_script
-from helpers.tools.bundle.manifest import INSTALL_SCRIPT_NAME, LayerInfo, LeftOut, Manifest, PackageInfo, read_manifest
+from helpers.tools.bundle.manifest import (
+    INSTALL_SCRIPT_NAME,
+    FileInfo,
+    LayerInfo,
+    LeftOut,
+    Manifest,
+    PackageInfo,
+    read_manifest,
+)
 from helpers.tools.bundle.spec import (
     BundleSpec,
     adhoc_spec,
@@ -28,7 +38,7 @@ from helpers.tools.bundle.spec import (
     read_freeze,
     read_requirement_lines,
 )
-from helpers.tools.bundle.wheels import Target, download, install, make_pip, resolve
+from helpers.tools.bundle.wheels import Pip, Target, download, install, make_pip, resolve
 
 DEFAULT_PLATFORM = "manylinux_2_39_x86_64"
 # A device call carries at most 64 MiB, the repository's own files (~7 MiB now) included:
@@ -92,6 +102,134 @@ def _prepare_out(bundle_dir: Path) -> None:
     bundle_dir.mkdir(parents=True)
 
 
+class _Laps:
+    """Seconds per build step, summed over the step's laps (the manifest's ``timings_s``)."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self._clock = time.monotonic()
+
+    def lap(self, step: str) -> None:
+        """Add the time since the last lap to ``step``."""
+        now = time.monotonic()
+        self.timings[step] = round(self.timings.get(step, 0.0) + now - self._clock, 2)
+        self._clock = now
+
+
+class _Staged(BaseModel):
+    """What staging the layers produced: the layers as carried, what was left out or slimmed away, notes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    layers: list[LayerInfo] = Field(default_factory=list)
+    left_out: list[LeftOut] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    removed_bytes: int = 0
+    notes: list[str] = Field(default_factory=list)
+
+
+def _bundle_spec(engine: str, requirements: list[Path] | None, name: str | None, extra: list[str] | None) -> BundleSpec:
+    """The spec to build: found by ``engine``, or made of ``requirements``; renamed, with ``extra`` lines added."""
+    try:
+        spec = find_spec(engine)
+    except BundleError:
+        if not requirements:
+            raise
+        spec = None
+    if requirements:
+        base = spec
+        spec = adhoc_spec(name or engine, base)
+        for req in requirements:
+            spec.layers[0].requirements += read_requirement_lines(Path(req))
+    assert spec is not None
+    if name:
+        spec = spec.model_copy(update={"name": name})
+    if extra:
+        spec.layers[-1].requirements = spec.layers[-1].requirements + list(extra)
+    return spec
+
+
+def _stage_layers(
+    spec: BundleSpec,
+    stage: Path,
+    freeze: dict[str, str],
+    target: Target,
+    pip: Pip,
+    wheel_dir: Path,
+    resolve_deps: bool | None,
+    slim: bool,
+    laps: _Laps,
+    say: Callable[[str], None],
+) -> _Staged:
+    """Resolve (where the layer asks), pick, download, install and slim each layer into ``stage``."""
+    installed = dict(freeze)
+    out = _Staged(notes=list(pip.notes))
+    for layer in spec.layers:
+        lines = layer_requirements(spec, layer)
+        if resolve_deps if resolve_deps is not None else layer.resolve:
+            say(f"[{spec.name}] resolving {layer.name}: {len(lines)} requirements")
+            seen = {} if layer.override_target else installed
+            pinned = [f"{n}=={v}" for n, v in resolve(lines, seen, target, pip)]
+            out.notes.append(f"layer {layer.name}: resolved against the target (what it has is not listed)")
+            shadowed = [p for p in pinned if parse_pin(p)[0] in installed]
+            if shadowed:
+                out.notes.append(f"layer {layer.name}: carried over the target's unfitting versions: {shadowed}")
+            laps.lap("resolve")
+            override = True  # pip already left out what the target has in a fitting version
+        else:
+            pinned, override = lines, layer.override_target
+        pins, left = _pick_pins(spec, layer.name, pinned, installed, override)
+        out.left_out += left
+        say(f"[{spec.name}] {layer.name}: {len(pins)} wheels to carry, {len(left)} left out")
+        wheels = download(pins, wheel_dir, target, pip)
+        laps.lap("download")
+        install([wheels[n] for n, _ in pins], stage / layer.name, target, pip)
+        laps.lap("install")
+        if slim:
+            gone, freed = _slim(stage, layer.name, spec, target.abi)
+            out.removed += gone
+            out.removed_bytes += freed
+            laps.lap("slim")
+        packages = [
+            PackageInfo(name=n, version=v, wheel=wheels[n].name, wheel_size=wheels[n].stat().st_size) for n, v in pins
+        ]
+        out.layers.append(LayerInfo(name=layer.name, packages=packages, installed_bytes=tree_bytes(stage / layer.name)))
+        installed.update(dict(pins))
+    return out
+
+
+def _manifest(
+    spec: BundleSpec,
+    staged: _Staged,
+    python: str,
+    target: Target,
+    archive: FileInfo,
+    parts: list[FileInfo],
+    part_size: int,
+    timings: dict[str, float],
+) -> Manifest:
+    """The bundle's manifest: what it carries, layer by layer, what it left out, its archive and parts."""
+    return Manifest(
+        name=spec.name,
+        engine=spec.engine,
+        python=python,
+        platforms=list(target.platforms),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        layers=staged.layers,
+        pythonpath=[layer.name for layer in staged.layers],
+        env=dict(spec.env),
+        left_out=staged.left_out,
+        removed=staged.removed,
+        removed_bytes=staged.removed_bytes,
+        staged_bytes=sum(layer.installed_bytes for layer in staged.layers),
+        archive=archive,
+        parts=parts,
+        part_size=part_size,
+        timings_s=timings,
+        notes=staged.notes,
+    )
+
+
 def build_bundle(
     engine: str,
     out_dir: Path,
@@ -125,32 +263,8 @@ def build_bundle(
     """
     say = log or (lambda _msg: None)
     out_dir = Path(out_dir)
-    timings: dict[str, float] = {}
-    clock = time.monotonic()
-
-    def lap(step: str) -> None:
-        nonlocal clock
-        now = time.monotonic()
-        timings[step] = round(timings.get(step, 0.0) + now - clock, 2)
-        clock = now
-
-    try:
-        spec = find_spec(engine)
-    except BundleError:
-        if not requirements:
-            raise
-        spec = None
-    if requirements:
-        base = spec
-        spec = adhoc_spec(name or engine, base)
-        for req in requirements:
-            spec.layers[0].requirements += read_requirement_lines(Path(req))
-    assert spec is not None
-    if name:
-        spec = spec.model_copy(update={"name": name})
-    if extra:
-        spec.layers[-1].requirements = spec.layers[-1].requirements + list(extra)
-
+    laps = _Laps()
+    spec = _bundle_spec(engine, requirements, name, extra)
     target = Target(python=python, platforms=tuple(expand_platforms(platforms or [DEFAULT_PLATFORM])))
     wheel_dir = Path(wheel_dir or out_dir / ".wheels")
     wheel_dir.mkdir(parents=True, exist_ok=True)
@@ -159,82 +273,27 @@ def build_bundle(
     stage = out_dir / f".stage-{spec.name}"
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
-    lap("prepare")
-
-    installed = dict(freeze)
-    layers: list[LayerInfo] = []
-    left_out: list[LeftOut] = []
-    removed: list[str] = []
-    removed_bytes = 0
-    notes = list(pip.notes)
-    for layer in spec.layers:
-        lines = layer_requirements(spec, layer)
-        if resolve_deps if resolve_deps is not None else layer.resolve:
-            say(f"[{spec.name}] resolving {layer.name}: {len(lines)} requirements")
-            seen = {} if layer.override_target else installed
-            pinned = [f"{n}=={v}" for n, v in resolve(lines, seen, target, pip)]
-            notes.append(f"layer {layer.name}: resolved against the target (what it has is not listed)")
-            shadowed = [p for p in pinned if parse_pin(p)[0] in installed]
-            if shadowed:
-                notes.append(f"layer {layer.name}: carried over the target's unfitting versions: {shadowed}")
-            lap("resolve")
-            override = True  # pip already left out what the target has in a fitting version
-        else:
-            pinned, override = lines, layer.override_target
-        pins, left = _pick_pins(spec, layer.name, pinned, installed, override)
-        left_out += left
-        say(f"[{spec.name}] {layer.name}: {len(pins)} wheels to carry, {len(left)} left out")
-        wheels = download(pins, wheel_dir, target, pip)
-        lap("download")
-        install([wheels[n] for n, _ in pins], stage / layer.name, target, pip)
-        lap("install")
-        if slim:
-            gone, freed = _slim(stage, layer.name, spec, target.abi)
-            removed += gone
-            removed_bytes += freed
-            lap("slim")
-        packages = [
-            PackageInfo(name=n, version=v, wheel=wheels[n].name, wheel_size=wheels[n].stat().st_size) for n, v in pins
-        ]
-        layers.append(LayerInfo(name=layer.name, packages=packages, installed_bytes=tree_bytes(stage / layer.name)))
-        installed.update(dict(pins))
-
+    laps.lap("prepare")
+    staged = _stage_layers(spec, stage, freeze, target, pip, wheel_dir, resolve_deps, slim, laps, say)
     bundle_dir = out_dir / spec.name
     _prepare_out(bundle_dir)
-    staged = sum(layer.installed_bytes for layer in layers)
-    say(f"[{spec.name}] packing {staged / 2**20:.0f} MiB with xz -{xz_level} -T{xz_threads}")
+    staged_bytes = sum(layer.installed_bytes for layer in staged.layers)
+    say(f"[{spec.name}] packing {staged_bytes / 2**20:.0f} MiB with xz -{xz_level} -T{xz_threads}")
     archive_path = bundle_dir / f"{spec.name}.tar.xz"
-    archive = pack(stage, [layer.name for layer in layers], archive_path, level=xz_level, threads=xz_threads)
-    lap("pack")
+    names = [layer.name for layer in staged.layers]
+    archive = pack(stage, names, archive_path, level=xz_level, threads=xz_threads)
+    laps.lap("pack")
     parts = split_file(archive_path, part_size)
     archive_path.unlink()
-    lap("split")
-    manifest = Manifest(
-        name=spec.name,
-        engine=spec.engine,
-        python=python,
-        platforms=list(target.platforms),
-        created=datetime.now(UTC).isoformat(timespec="seconds"),
-        layers=layers,
-        pythonpath=[layer.name for layer in layers],
-        env=dict(spec.env),
-        left_out=left_out,
-        removed=removed,
-        removed_bytes=removed_bytes,
-        staged_bytes=staged,
-        archive=archive,
-        parts=parts,
-        part_size=part_size,
-        timings_s=timings,
-        notes=notes,
-    )
+    laps.lap("split")
+    manifest = _manifest(spec, staged, python, target, archive, parts, part_size, laps.timings)
     script = bundle_dir / INSTALL_SCRIPT_NAME
     script.write_text(render_install_script(manifest))
     script.chmod(0o755)
     manifest.write(bundle_dir)
     verify_parts(bundle_dir)
-    lap("verify")
-    manifest.timings_s = timings
+    laps.lap("verify")
+    manifest.timings_s = laps.timings
     manifest.write(bundle_dir)
     if not keep_stage:
         shutil.rmtree(stage)

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import yaml
 
-from helpers.core.config import PlaybookConfig, load_config, parse_config
+from helpers.core.config import PlaybookConfig
 from helpers.core.errors import ConfigError
 from helpers.core.paths import REPORTS_DIR
+from helpers.launchers.config_check import load_config, parse_config
 from helpers.tools.check.engines import check_engines
 from helpers.tools.check.host import check_disk, check_gpus, check_model, check_ports, read_gpus
 from helpers.tools.check.lines import Check, CheckReport

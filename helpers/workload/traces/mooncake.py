@@ -54,10 +54,10 @@ def _fast(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] | None:
 
 def _fast_unchecked(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray] | None:
     try:
-        # heavy; only the fast JSON-lines path needs it
+        # pyarrow is heavy; only the fast JSON-lines path needs it
         import pyarrow as pa
 
-        # heavy; only the fast JSON-lines path needs it
+        # pyarrow is heavy; only the fast JSON-lines path needs it
         import pyarrow.json as pj
 
         table = pj.read_json(path)

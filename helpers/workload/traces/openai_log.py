@@ -149,7 +149,7 @@ def _block_hashes(text: str, offsets: list[tuple[int, int]], block_size: int) ->
 def _tokenizer(model_dir: Path | None):
     if model_dir is None:
         return None
-    # native library; loaded only where prompts are tokenized
+    # tokenizers: a native library, loaded only where prompts are tokenized
     from tokenizers import Tokenizer
 
     f = Path(model_dir) / "tokenizer.json"

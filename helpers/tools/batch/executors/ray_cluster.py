@@ -160,8 +160,12 @@ class RayExecutor(Executor):
 
     def run(self, tasks: list[CellTask], reports_dir: Path, events: BatchEvents) -> None:
         """Submit all cells, report starts and finishes as Ray reports them, unpack each folder into reports/."""
-        import ray  # heavy optional dependency: imported only when a batch runs on Ray
-
+        try:
+            import ray  # heavy optional dependency: imported only when a batch runs on Ray
+        except ImportError:
+            raise ClusterError(
+                "Ray is not installed: it is the batch extra (pip install -e '.[batch]'; `make venv` installs it)"
+            ) from None
         self._connect(ray)
         try:
             nodes = None if self.spec.autoscaling else self._nodes(ray)
