@@ -13,11 +13,8 @@ import pytest
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 MAX_LINES = 400
 MAX_FUNCTION_LINES = 80
-LONG_FUNCTIONS = {
-    "helpers.cost.compute.fleet_and_tco",  # split by issue-35-b
-    "helpers.decision.text.build_answer",  # split by issue-35-b
-}
-"""Functions allowed over ``MAX_FUNCTION_LINES`` for now, each with the change that splits it."""
+LONG_FUNCTIONS: set[str] = set()
+"""Functions allowed over ``MAX_FUNCTION_LINES`` for now, each with the change that splits it (none)."""
 LAZY_LIBRARIES = {
     "IPython": ("IPython",),
     "faker": ("faker",),
@@ -142,14 +139,8 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-@pytest.mark.xfail(strict=False, reason="issue-35-a removes the benchmark circles")
 def test_no_import_cycles():
     assert cycles(graph()) == []
-
-
-def test_no_import_cycles_outside_step_5():
-    """Until issue-35-a lands, the one circle allowed is step 5's ``benchmark.run`` and its phases."""
-    assert [c for c in cycles(graph()) if not all(m.startswith("helpers.benchmark.") for m in c)] == []
 
 
 def test_type_checking_imports_are_edges(tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.core.paths import MEASUREMENTS_DIR
+from helpers.report.batches import batches_section
 from helpers.report.pages import fragment, render
 from helpers.review.trend import trend_html
 from helpers.run import reader
@@ -112,12 +113,10 @@ def index_html(runs: list[RunSummary], batches: str = "", measurements: str = ""
     return str(page)
 
 
-def write_index(reports_dir: Path, batches: str = "") -> Path:
-    """Rewrite ``reports/index.html`` from the archived runs; ``batches``: the batch list, already rendered.
-
-    The tools layer (``helpers.tools.reports_index.write_reports_index``) passes the batches in.
-    """
+def write_index(reports_dir: Path) -> Path:
+    """Rewrite ``reports/index.html``: every archived run, then the batches under ``reports_dir`` (``batches``)."""
     reports_dir = Path(reports_dir)
+    batches = batches_section(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     out = reports_dir / "index.html"
     out.write_text(index_html(archived_runs(reports_dir), batches, measurements_html(reports_dir)), encoding="utf-8")

@@ -28,6 +28,7 @@ from helpers.core.secrets import known_secrets, redact
 from helpers.core.text import slug
 from helpers.launchers.config_check import load_config
 from helpers.report.html import render_report
+from helpers.report.index import write_index
 from helpers.report.run_summary import write_summary
 from helpers.run.lock import RunLock
 from helpers.run.processes import Watchdog
@@ -35,7 +36,6 @@ from helpers.run.progress import PROGRESS_FILE
 from helpers.tools.engine_subset import config_file, select_engines
 from helpers.tools.kernel import RunKernel, kernel_manager_writing_to
 from helpers.tools.progress_console import watch_progress
-from helpers.tools.reports_index import write_reports_index
 
 
 def notebooks(playbook_dir: Path = PLAYBOOK_DIR) -> list[Path]:
@@ -184,5 +184,5 @@ def _run_locked(
     write_json_atomic(run_dir / "run.json", {"run_id": run_id, "failures": failures, "notebook_seconds": timings})
     write_summary(run_dir, cfg)
     report = render_report(run_dir)
-    write_reports_index(Path(reports_dir))
+    write_index(Path(reports_dir))
     return report

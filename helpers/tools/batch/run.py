@@ -21,14 +21,14 @@ import yaml
 from helpers.core.errors import ConfigError
 from helpers.core.paths import REPORTS_DIR
 from helpers.core.text import unknown_choice
+from helpers.report.batches import BatchRecord, CellRow, read_record, write_batch_index
+from helpers.report.index import write_index
 from helpers.tools.batch.executors import EXECUTORS
 from helpers.tools.batch.executors.base import CellOutcome, CellTask, ExecutorSpec
 from helpers.tools.batch.figures import cell_figures
-from helpers.tools.batch.index import BatchRecord, CellRow, read_record, write_batch_index
 from helpers.tools.batch.matrix import AXES, Batch, Cell, load_batch
 from helpers.tools.batch.progress import Progress
 from helpers.tools.batch.resume import Decision, decide, move_aside, wait_for_previous_run
-from helpers.tools.reports_index import write_reports_index
 
 
 def executor_spec(batch: Batch, kind: str | None = None, address: str | None = None) -> ExecutorSpec:
@@ -154,7 +154,7 @@ def run_batch(
         config = _write_cell_config(c, folder / "cells")
         tasks.append(CellTask(c.cell, c.run_id, config, folder / "logs" / f"{c.cell}.log", c.resources))
     book.write()
-    write_reports_index(reports_dir)
+    write_index(reports_dir)
     progress.note(f"{len(batch.cells)} cell(s), {len(kept)} kept, {len(tasks)} to run with the {spec.kind} executor")
     progress.note(progress.line()[len("[batch] ") :])
     try:
@@ -162,7 +162,7 @@ def run_batch(
             EXECUTORS[spec.kind](spec).run(tasks, reports_dir, book)
     finally:
         page = book.write()
-        write_reports_index(reports_dir)
+        write_index(reports_dir)
     return page, book.record()
 
 

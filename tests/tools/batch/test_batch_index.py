@@ -7,9 +7,9 @@ import struct
 from batch_data import fake_finished_run
 
 from helpers.core.config import parse_config
+from helpers.report.batches import BatchRecord, CellRow, batches_section, chart_png, read_record, write_batch_index
+from helpers.report.index import write_index
 from helpers.tools.batch.figures import cell_figures
-from helpers.tools.batch.index import BatchRecord, CellRow, batches_section, chart_png, read_record, write_batch_index
-from helpers.tools.reports_index import write_reports_index as write_index
 
 CFG = parse_config({"name": "ix", "model": {"path": "tiny-llama"}, "engines": [
     {"label": "vllm-cpu", "engine": "vllm-cpu", "launcher": {"python": "python3"}}]})  # fmt: skip

@@ -20,8 +20,8 @@ from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.report.pages import render
+from helpers.run.progress import duration_text
 from helpers.run.records import write_json_atomic
-from helpers.tools.batch.progress import duration_text
 
 CellStatus = Literal["ok", "failed", "running", "pending"]
 RECORD = "batch.json"
