@@ -16,7 +16,7 @@ from typing import Any
 from helpers.core.paths import MEASUREMENTS_DIR
 from helpers.report.batches import batches_section
 from helpers.report.pages import fragment, render
-from helpers.review.trend import trend_html
+from helpers.review.trend import trend_charts
 from helpers.run import reader
 from helpers.run.summary import EngineSummary, RunSummary, SummaryError
 
@@ -108,7 +108,10 @@ def index_html(runs: list[RunSummary], batches: str = "", measurements: str = ""
         heads=["date (UTC)", "workload", "model", "hardware", "engines", "primary / backup", "report"],
         batches=fragment(batches),
         measurements=fragment(measurements),
-        trends=fragment(trend_html(runs)),
+        trends=render(
+            "trends_section.html.j2",
+            charts=[{"workload": w, "runs": n, "src": src} for w, n, src in trend_charts(runs)],
+        ),
     )
     return str(page)
 

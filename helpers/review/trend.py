@@ -1,8 +1,8 @@
 """Trends for ``reports/index.html``: throughput and $/M output tokens over time, per workload and engine.
 
 Rows come from the same snapshots as the quarterly review (``helpers.review.snapshot.snapshot``), so the
-index and the review agree on every number. ``trend_html`` returns a section with the charts inlined
-as PNG data URIs, so the index stays one self-contained file.
+index and the review agree on every number. ``trend_charts`` gives each workload's chart as a PNG data URI,
+which the index's template inlines, so the index stays one self-contained file.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any
 
 import pandas as pd
 
-from helpers.report.notebook import esc
 from helpers.review.snapshot import snapshot
 from helpers.run.summary import RunSummary
 
@@ -79,16 +78,12 @@ def trend_png_data_uri(archive: list[RunSummary], workload: str) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def trend_html(archive: list[RunSummary]) -> str:
-    """An HTML section with one trend chart per workload that has a measured point, images inline."""
+def trend_charts(archive: list[RunSummary]) -> list[tuple[str, int, str]]:
+    """One chart per workload that has a measured point: (workload, its runs, the chart as a PNG data URI).
+
+    ``reports/index.html`` shows them (``helpers.report.index``, template ``trends_section.html.j2``).
+    """
     workloads = sorted({r["workload"] for r in trend_rows(archive) if r["output_tok_s"] is not None})
-    if not workloads:
-        return ""
-    parts = ["<h2>Trends per workload</h2>"]
-    for w in workloads:
-        runs = sum(1 for s in archive if snapshot(s).workload == w)
-        parts.append(
-            f"<h3>{esc(w)} <small>({runs} run(s))</small></h3>"
-            f"<img alt='throughput and cost over time for {esc(w)}' src='{trend_png_data_uri(archive, w)}'>"
-        )
-    return "\n".join(parts)
+    return [
+        (w, sum(1 for s in archive if snapshot(s).workload == w), trend_png_data_uri(archive, w)) for w in workloads
+    ]

@@ -15,6 +15,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from helpers.report.html import merged_notebook, render_report
 from helpers.report.index import archived_runs, index_html, write_index
 from helpers.report.notebook import STEP_TITLES
+from helpers.report.pages import render
 
 XSS = "<script>alert(1)</script>"
 XSS_ESC = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -140,6 +141,15 @@ def test_index_lists_runs_escaped(run_dir):
     assert f"{run_dir.name}/report.html" in page
     assert XSS not in page and XSS_ESC in page
     no_network(page)
+
+
+def test_index_trends_section_escapes_the_workload_and_is_empty_without_charts():
+    chart = {"workload": f"demo {XSS}", "runs": 2, "src": "data:image/png;base64,AAAA"}
+    html = str(render("trends_section.html.j2", charts=[chart]))
+    assert "<h2>Trends per workload</h2>" in html and "(2 run(s))" in html
+    assert "src='data:image/png;base64,AAAA'" in html
+    assert XSS not in html and html.count(XSS_ESC) == 2
+    assert str(render("trends_section.html.j2", charts=[])).strip() == ""
 
 
 def test_index_skips_unreadable_summaries(run_dir):

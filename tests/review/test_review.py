@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 from helpers.core.config import parse_config
 from helpers.review.compare import review, snapshot
-from helpers.review.trend import trend_figure, trend_html, trend_rows
+from helpers.review.trend import trend_charts, trend_figure, trend_rows
 from helpers.review.versions import currency_sentences as stale_lines
 from helpers.review.versions import version_currency
 
@@ -212,9 +212,10 @@ def test_trend_rows_figure_and_index_section():
     fig = trend_figure(archive, "chat-prod")
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     assert sorted(line.get_label() for line in fig.axes[0].get_lines()) == ["sglang-h100", "vllm-h100"]
-    html = trend_html(archive)
-    assert html.count("data:image/png;base64,") == 2 and "chat-prod" in html and "batch" in html
-    assert trend_html([]) == ""
+    charts = trend_charts(archive)
+    assert [(w, n) for w, n, _ in charts] == [("batch", 1), ("chat-prod", 2)]
+    assert all(src.startswith("data:image/png;base64,") for _, _, src in charts)
+    assert trend_charts([]) == []
 
 
 def test_version_currency_marks_stale_results():
