@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.core.errors import TraceError
+from helpers.core.paths import repo_relative
 
 REQUEST_COLUMNS = ("start_s", "end_s", "input_tokens", "output_tokens")
 """Columns every ``Trace.requests`` has; ``end_s`` is NaN where the trace has no end time.
@@ -165,7 +166,7 @@ def finish_trace(
         values, offsets = reorder_blocks(values, offsets, order)
     return Trace(
         requests=out,
-        source=str(path),
+        source=repo_relative(str(path)),  # no machine path in a record
         format=fmt,
         block_size=block_size,
         block_hashes=values,

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from helpers.core.errors import TraceError
+from helpers.core.paths import REPO_ROOT
 from helpers.workload.traces import detect_format, load_trace, trace_formats
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
@@ -106,3 +107,11 @@ def test_mixed_openai_log_with_csv_header(tmp_path):
     p.write_text("\n".join([chat[0], "", "TIMESTAMP,ContextTokens,GeneratedTokens", chat[1]]) + "\n")
     with pytest.raises(TraceError, match=r"line 3 looks like csv"):
         load_trace(p)
+
+
+@pytest.mark.parametrize("name", ["azure_small.csv", "mooncake_small.jsonl", "openai_usage.jsonl"])
+def test_a_trace_inside_the_repository_is_recorded_by_its_relative_path(name):
+    path = REPO_ROOT / "tests" / "fixtures" / "traces" / name
+    trace = load_trace(path)
+    assert trace.source == f"./tests/fixtures/traces/{name}"
+    assert str(REPO_ROOT) not in trace.source
