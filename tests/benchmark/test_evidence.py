@@ -116,7 +116,11 @@ def test_two_engines_on_the_same_streams_get_a_capacity_an_interval_and_a_paired
     }  # after the first request and the sweep's 6
     assert [r["prompt"] for r in p0["slots-2"]] == [r["prompt"] for r in p0["slots-3"]]
     gaps = {k: [b["t"] - a["t"] for a, b in zip(v, v[1:], strict=False)] for k, v in p0.items()}
-    assert sum(abs(a - b) for a, b in zip(gaps["slots-2"], gaps["slots-3"], strict=True)) < 0.05 * 11
+    # the same schedule: gap by gap within 50 ms (the median, so that one stall of a loaded machine, which
+    # lengthens one gap and shortens the next as the schedule catches up, does not hide it), where two
+    # independent Poisson draws at 4 req/s differ by 0.25 s a gap on average (median about 0.17 s)
+    diffs = sorted(abs(a - b) for a, b in zip(gaps["slots-2"], gaps["slots-3"], strict=True))
+    assert diffs[len(diffs) // 2] < 0.05 and sum(x < 0.1 for x in diffs) >= 0.75 * len(diffs), diffs
     d = compare_capacities(capacity_side(two, cfg, 1), capacity_side(three, cfg, 1))
     assert d.paired and d.pairs >= 4 and d.verdict == "measured" and d.ratio < 1, d.text
 
