@@ -17,7 +17,7 @@ from helpers.benchmark.sla import grid_points, meets_sla, sla_share
 from helpers.core.config import PlaybookConfig
 from helpers.core.errors import ConfigError
 from helpers.core.text import knob_text
-from helpers.cost.records import PricedPoint, PricedRepresentative, per_gpu
+from helpers.cost.records import PricedPoint, PricedRepresentative
 from helpers.engines import ENGINES
 from helpers.model.gpu_specs import gpu_spec
 from helpers.model.reference_data import GPU_PRICES_FILE, load_gpu_prices
@@ -115,7 +115,7 @@ def best_points(
 
     Adds ``points`` (grid points measured), ``sla_share`` (share of them within the SLA), ``meets_sla``
     (whether the representative meets it), ``representative`` (its identity key) and the per-GPU figures
-    (``records.per_gpu``, the one definition).
+    (which the row fills from its own figures: ``records.per_gpu``, the one definition).
     """
     prices = load_gpu_prices() if cfg.cost.gpu_price_per_hour is None else {}
     rows = []
@@ -141,7 +141,6 @@ def best_points(
                 source=rep.source, request_rate=_mean(rep.request_rate),
                 request_rate_low=_end(rep.request_rate, "low"), request_rate_high=_end(rep.request_rate, "high"),
                 output_tok_s_low=_end(rep.output_tok_s, "low"), output_tok_s_high=_end(rep.output_tok_s, "high"),
-                output_tok_s_per_gpu=per_gpu(out, gpus), request_rate_per_gpu=per_gpu(_mean(rep.request_rate), gpus),
             )
         )  # fmt: skip
     return rows

@@ -13,7 +13,7 @@ import statistics
 
 from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import HOURS_PER_MONTH, family_of
-from helpers.cost.records import ColdStart, Demand, FleetRow, PricedRepresentative, per_gpu
+from helpers.cost.records import ColdStart, Demand, FleetRow, PricedRepresentative
 from helpers.model.reference_data import FamilyFacts
 from helpers.run.records import EngineResult
 
@@ -124,8 +124,6 @@ def _fleet_row(
         ops_hours_source=ops_src, ops_hours_per_month=None if math.isnan(ops_h) else ops_h,
         ops_monthly_usd=None if math.isnan(ops_monthly) else ops_monthly,
         tco_monthly_usd=None if math.isnan(gpu_monthly + ops_monthly) else gpu_monthly + ops_monthly,
-        output_tok_s_per_gpu=b.output_tok_s_per_gpu or per_gpu(b.output_tok_s, b.gpus_per_replica),
-        request_rate_per_gpu=b.request_rate_per_gpu or per_gpu(b.request_rate, b.gpus_per_replica),
     )  # fmt: skip
 
 

@@ -30,6 +30,17 @@ def per_gpu(value: float | None, gpus: int | None) -> float | None:
     return value / float(gpus)
 
 
+def _fill_per_gpu(row: PricedRepresentative | FleetRow) -> None:
+    """A row's per-GPU fields from its own throughput and accelerators (``per_gpu``), where not given.
+
+    Every row is filled this way when it is made, and so is a record saved before the fields existed.
+    """
+    if row.output_tok_s_per_gpu is None:
+        row.output_tok_s_per_gpu = per_gpu(row.output_tok_s, row.gpus_per_replica)
+    if row.request_rate_per_gpu is None:
+        row.request_rate_per_gpu = per_gpu(row.request_rate, row.gpus_per_replica)
+
+
 class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -78,11 +89,8 @@ class PricedRepresentative(PricedPoint):
 
     @model_validator(mode="after")
     def _per_gpu(self) -> PricedRepresentative:
-        """A record saved before the per-GPU fields: the same definition, from its own saved figures."""
-        if self.output_tok_s_per_gpu is None:
-            self.output_tok_s_per_gpu = per_gpu(self.output_tok_s, self.gpus_per_replica)
-        if self.request_rate_per_gpu is None:
-            self.request_rate_per_gpu = per_gpu(self.request_rate, self.gpus_per_replica)
+        """The per-GPU fields (``_fill_per_gpu``)."""
+        _fill_per_gpu(self)
         return self
 
 
@@ -128,11 +136,8 @@ class FleetRow(_Row):
 
     @model_validator(mode="after")
     def _per_gpu(self) -> FleetRow:
-        """A record saved before the per-GPU fields: the same definition, from its own saved figures."""
-        if self.output_tok_s_per_gpu is None:
-            self.output_tok_s_per_gpu = per_gpu(self.output_tok_s, self.gpus_per_replica)
-        if self.request_rate_per_gpu is None:
-            self.request_rate_per_gpu = per_gpu(self.request_rate, self.gpus_per_replica)
+        """The per-GPU fields (``_fill_per_gpu``)."""
+        _fill_per_gpu(self)
         return self
 
 
