@@ -96,12 +96,17 @@ def _dump(record: Any) -> dict[str, Any] | None:
     return record.model_dump(mode="json", by_alias=True) if record is not None else None
 
 
-def _engines(folder: RunFolder, cost: CostAnalysis | None, earlier: RunSummary | None) -> list[EngineSummary]:
+def _engines(
+    results: list[EngineResult],
+    cost: CostAnalysis | None,
+    earlier: RunSummary | None,
+    env: EnvironmentRecord | None,
+    quality: QualityGate | None,
+) -> list[EngineSummary]:
     """One ``EngineSummary`` per engine result, its figures from the saved records."""
-    env, quality = reader.read(folder, EnvironmentRecord), reader.read(folder, QualityGate)
     reps = representatives_of(cost, earlier)
     out = []
-    for r in reader.engine_results(folder):
+    for r in results:
         rep = reps.get(r.label)
         usd, src = priced(cost, rep)
         version, version_source = _version(r, env)
@@ -124,6 +129,7 @@ def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
     cost = reader.read(folder, CostAnalysis)
     decision, env = reader.read(folder, DecisionResult), reader.read(folder, EnvironmentRecord)
     risk, review = reader.read(folder, RiskRecord), reader.read(folder, ReviewRecord)
+    quality, results = reader.read(folder, QualityGate), reader.engine_results(folder)
     run_file = folder.file("run.json")  # the runner's own notes (failures, timings), not a step's record
     run_info = json.loads(run_file.read_text(encoding="utf-8")) if run_file.is_file() else {}
     summary = RunSummary(
@@ -138,11 +144,11 @@ def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
             backup=decision.backup if decision else None,
             sentences=decision.sentences if decision else [],
         ),
-        engines=_engines(folder, cost, earlier),
-        points=points_table(reader.engine_results(folder)),
+        engines=_engines(results, cost, earlier, env, quality),
+        points=points_table(results),
         profile=_dump(reader.read(folder, Profile)),
         cost=_dump(cost),
-        quality=_dump(reader.read(folder, QualityGate)),
+        quality=_dump(quality),
         decision=_dump(decision),
         risk=risk.rows if risk is not None else [],
         review_flags=review.flags if review is not None else [],
