@@ -81,10 +81,6 @@ def validate(ctx: Context, manifest: RolloutManifest | None) -> RolloutValidatio
     return rec
 
 
-def _one_line(text: str) -> str:
-    return "; ".join(x.strip() for x in text.splitlines())
-
-
 def show_rollout(ctx: Context, manifest: RolloutManifest | None, validation: RolloutValidation | None) -> None:
     """Step 10: replicas and autoscaling, rollback criteria, canary plan, runbook, and their validation."""
     if manifest is None or validation is None:
