@@ -31,6 +31,7 @@ from helpers.benchmark.probe import Axis, CapacityResult, Measurement, Probe, Sl
 from helpers.benchmark.stats import inflight_samples, queue_trend
 from helpers.core.config import SLA
 from helpers.measure.loadgen import LoadResult
+from helpers.measure.timing import sending_and_latency
 
 __all__ = ["CapacitySearch", "Measurement", "Probe", "SlaLimits", "judge", "search_capacity", "search_capacity_sync"]
 
@@ -97,6 +98,8 @@ def measurement_from_load(
     )
     kept = {"served_ratio": result.served_ratio, "served_ratio_low": result.served_ratio_low}
     kept["served_ratio_high"] = result.served_ratio_high
+    if result.request_starts_s:
+        kept["send_span_s"], kept["latency_p50_s"] = sending_and_latency(result.request_starts_s, result.request_ends_s)
     return m.model_copy(update={"steady_window_s": result.steady_window_s, **kept})
 
 

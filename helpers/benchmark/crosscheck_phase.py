@@ -31,6 +31,7 @@ from helpers.benchmark.crosscheck import (
     record_path,
     wanted,
 )
+from helpers.benchmark.evidence import LATENCY_SPANS, latency_estimate
 from helpers.benchmark.points import prepare_dataset
 from helpers.benchmark.priors import crosscheck_seconds
 from helpers.benchmark.session import EngineSession, Phase
@@ -159,9 +160,17 @@ async def cross_check(session: EngineSession) -> CrossCheckRecord:
     env = client_env(folders, session.handle.api_key if session.handle is not None else None)
     folder = record_path(session.run_dir, label).with_suffix("")
     folder.mkdir(parents=True, exist_ok=True)
+    # arrivals for several request latencies, as a probe has: whether the engine kept up is read between the
+    # batch filling and its drain (``measure.timing.keep_up``)
+    latency = latency_estimate(session.result.points)
+    seconds = max(cc.seconds, LATENCY_SPANS * (latency or 0.0))
+    record.seconds = seconds
+    if seconds > cc.seconds:
+        session.say(f"{label}: {CLIENT} sends for {seconds:,.0f} s at each rate ({LATENCY_SPANS:g} request "
+                    f"latencies of {latency:,.1f} s), longer than the {cc.seconds:g} s configured")  # fmt: skip
     for multiple in cc.rates:
         rate = float(f"{multiple * record.playbook_capacity:.6g}")  # as the client is asked for it
-        rr = RateRun(multiple=multiple, rate=rate, prompts=prompts_of(rate, cc.seconds))
+        rr = RateRun(multiple=multiple, rate=rate, prompts=prompts_of(rate, seconds))
         rr, bench = await _one_rate(session, rr, python, env, folder)
         record.client_version = record.client_version or bench.version
         record.rates.append(rr)

@@ -33,11 +33,13 @@ from helpers.run.records import CapacitySummary, EngineResult, Point, load_engin
 LATENCY_SPANS = 4.0
 """A probe offers arrivals for at least this many request latencies, so that whether the engine kept up can be read.
 
-The served share is the slope of finish times against send times after the first latency (the batch
-filling, ``measure.timing.keep_up``). On a simulated 64-slot server (``fakes.sim_engine.QueueEngine``, 40
-seeds, 2026-12-04) a load 25% over capacity read as not sustained in 80% of probes of 3 latencies, 88% of
-4 and 95% of 5; 20% under capacity, as sustained in 100%, 98% and 100%. Four is the length a 70B probe can
-afford (about 100 s of arrivals for 25-s requests)."""
+The served share is the slope of finish times against send times between the first latency (the batch
+filling) and the last (the batch draining, ``measure.timing.keep_up``). On a simulated 64-slot server
+(``fakes.sim_engine.QueueEngine``, 40 seeds, 2026-12-04) a load 25% over capacity read as not sustained in
+80% of probes of 3 latencies, 88% of 4 and 95% of 5; 20% under capacity, as sustained in 100%, 98% and 100%.
+Under continuous batching (``BatchEngine``, 20 seeds, 2026-12-05, drain left out) probes of four latencies
+passed 17-18 of 20 at 0.5-0.6 of capacity, 10 at 0.7 (the batch still filling: conservative there), none
+at 1.1 or more. Four is the length a 70B probe can afford (about 100 s of arrivals for 25-s requests)."""
 
 
 def probe_requests(session: EngineSession, load: float, latency_s: float | None = None) -> int:
@@ -50,6 +52,13 @@ def probe_requests(session: EngineSession, load: float, latency_s: float | None 
     s = session.cfg.evidence.search
     seconds = max(s.probe_seconds, LATENCY_SPANS * (latency_s or 0.0))
     want = load * seconds if load_axis(session.cfg) == "rate" else load * max(2, seconds / 5)
+    if latency_s and load_axis(session.cfg) == "rate" and want > s.max_requests:
+        session.say(
+            f"{session.spec.label}: evidence.search.max_requests ({s.max_requests}) holds "
+            f"{s.max_requests / load:,.1f} s of arrivals at {load:.4g} req/s, "
+            f"{s.max_requests / load / latency_s:,.1f} request latencies of "
+            f"{latency_s:,.1f} s: whether the engine kept up may not be readable (it needs {LATENCY_SPANS:g})"
+        )
     return int(min(s.max_requests, max(s.min_requests, math.ceil(want))))
 
 

@@ -12,14 +12,18 @@ per second of send time. An engine that falls behind finishes at its own rate, s
 arrive, so finish times rise faster than send times. The slope of finish time against send time
 therefore estimates offered ÷ served, and its inverse is the share of the offered rate that was served.
 It is fitted by Theil–Sen (``scipy.stats.theilslopes``, robust to a few slow requests, with its 95%
-interval). Requests sent during the first median latency are left out: the batch is still filling
-then. The steady window needs one latency less than the probe lasts; this test needs only a few
-latencies of arrivals, so a probe of long requests is judged on what the engine did, not on the batch
-filling up.
+interval) over the requests sent while the batch was steady: not in the first median latency (the
+batch still filling) nor in the last (the drain). Under continuous batching a request's latency
+depends on the batch it shares, and the requests sent in the last latency share a batch that empties
+once arrivals stop: they finish early, and with them in the fit an engine that kept up read as serving
+110-250% of its offer (H100, 2026-12-05, vLLM and SGLang at 25-39 req/s of 5-s requests). The test
+therefore needs a probe of about three latencies of arrivals or more; the search sizes its probes so
+(``benchmark.evidence.LATENCY_SPANS``), and a shorter one is not read (None).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,34 +84,67 @@ class KeepUp:
     high: float
     requests: int  # finished requests the slope was fitted on
     fill_s: float  # sends before this (s after the first) were left out: the batch was filling
+    drain_s: float = 0.0  # sends in this many seconds before the last were left out: the batch was draining
+
+
+STEADY_MIN_LATENCIES = 0.5
+"""The sends fitted (after the fill, before the drain) must span at least this many latencies."""
+
+
+def _autocorrelation_factor(residuals: np.ndarray) -> float:
+    """How much wider a slope's interval is when its residuals, in send order, are correlated (AR(1) model).
+
+    Requests that share a batch share its speed: a burst of arrivals slows every request then in flight,
+    so neighbouring residuals move together and the interval Theil–Sen gives (which assumes independent
+    residuals) is too narrow, by ``sqrt((1 + ρ) / (1 - ρ))`` for a lag-one correlation ρ.
+    """
+    if len(residuals) < 3 or float(np.std(residuals)) == 0.0:
+        return 1.0
+    rho = float(np.corrcoef(residuals[:-1], residuals[1:])[0, 1])
+    rho = min(max(rho, 0.0), 0.99) if math.isfinite(rho) else 0.0
+    return math.sqrt((1 + rho) / (1 - rho))
 
 
 def keep_up(starts: list[float], ends: list[float | None], confidence: float = 0.95) -> KeepUp | None:
-    """Served ÷ offered from send and finish times (module docstring); None with too few finished requests.
+    """Served ÷ offered from send and finish times (module docstring); None when the probe cannot tell.
 
-    A request still in flight at the end (``None`` finish) counts as finishing at the last finish seen:
-    an optimistic bound, so a probe cut with requests in flight is judged no worse than it was.
+    None with too few finished requests, or when the sends between the fill and the drain (one median
+    latency each) span less than ``STEADY_MIN_LATENCIES`` latencies: a probe shorter than about two and a
+    half latencies. A request still in flight at the end (``None`` finish) counts as finishing at the
+    last finish seen: an optimistic bound, so a probe cut with requests in flight is judged no worse than
+    it was.
     """
     pairs = sorted((float(s), e) for s, e in zip(starts, ends, strict=True))
     done = [(s, e) for s, e in pairs if e is not None]
     if len(done) < KEEP_UP_MIN_REQUESTS:
         return None
     last = max(e for _, e in done)
-    t0, span = pairs[0][0], pairs[-1][0] - pairs[0][0]
+    t0, t1 = pairs[0][0], pairs[-1][0]
     latency = float(np.median([e - s for s, e in done]))
-    fill = min(latency, 0.5 * span)
-    kept = [(s, e if e is not None else last) for s, e in pairs if s - t0 >= fill]
+    lo, hi = t0 + latency, t1 - latency
+    if hi - lo < STEADY_MIN_LATENCIES * latency:
+        return None
+    kept = [(s, e if e is not None else last) for s, e in pairs if lo <= s <= hi]
     if len(kept) < KEEP_UP_MIN_REQUESTS or np.ptp([s for s, _ in kept]) <= 0:
         return None
     x = np.array([s for s, _ in kept])
     y = np.array([e for _, e in kept])
-    slope, _b, lo, hi = st.theilslopes(y, x, alpha=confidence)
+    slope, intercept, slope_lo, slope_hi = st.theilslopes(y, x, alpha=confidence)
     if slope <= 0:
         return None
+    widen = _autocorrelation_factor(y - (intercept + slope * x))
+    slope_lo, slope_hi = slope - widen * (slope - slope_lo), slope + widen * (slope_hi - slope)
     ratio = 1.0 / float(slope)
-    low = 1.0 / float(hi) if hi > 0 else 0.0
-    high = 1.0 / float(lo) if lo > 0 else float("inf")
-    return KeepUp(ratio=ratio, low=low, high=high, requests=len(kept), fill_s=float(fill))
+    low = 1.0 / float(slope_hi) if slope_hi > 0 else 0.0
+    high = 1.0 / float(slope_lo) if slope_lo > 0 else float("inf")
+    return KeepUp(ratio=ratio, low=low, high=high, requests=len(kept), fill_s=latency, drain_s=latency)
+
+
+def sending_and_latency(starts: list[float], ends: list[float | None]) -> tuple[float | None, float | None]:
+    """The sending span (first to last send, s) and the median latency of the finished requests (s)."""
+    lat = [e - s for s, e in zip(starts, ends, strict=False) if e is not None]
+    span = max(starts) - min(starts) if len(starts) > 1 else None
+    return span, (float(np.median(lat)) if lat else None)
 
 
 def request_timing(requests: dict[str, Any]) -> dict[str, Any]:

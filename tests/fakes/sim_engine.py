@@ -13,6 +13,13 @@ It returns the per-request send and finish times of one open-loop Poisson probe,
 (``helpers.measure.timing.keep_up``) at short and long request latencies; its capacity is
 ``slots / mean service time`` requests per second.
 
+``BatchEngine``: continuous batching, as vLLM and SGLang serve: every running request gains one token per
+step, and a step takes longer the more requests run (``step_s + per_seq_s × running``). A request's latency
+therefore depends on the batch it shares: it grows while the batch fills and shrinks once arrivals stop
+(the drain), the behaviour that made a probe's finish-against-send slope read 110-250% served on an H100
+(2026-12-05, ``docs/measurements/2026-12-05-h100-sustained-test.md``). Its capacity is the rate past which
+the batch grows without bound, ``1 / (output_tokens × per_seq_s)``.
+
 ``searched_result``: an engine result as a live run stores it (search points with their judged probes and
 the estimate), from a search against a ``CurveEngine``: the decision's tests compare such results.
 """
@@ -107,6 +114,61 @@ class QueueEngine:
             firsts.append(start + 0.01)
             ends.append(start + s)
             heapq.heappush(free, start + s)
+        return sends.tolist(), firsts, ends
+
+
+class BatchEngine:
+    """Continuous batching with a step time that grows with the batch, simulated step by step (module docstring)."""
+
+    def __init__(
+        self, output_tokens: int = 256, step_s: float = 0.007, per_seq_s: float = 0.00007, max_seqs: int = 1024,
+        seed: int = 0,
+    ):  # fmt: skip
+        self.output_tokens, self.step_s, self.per_seq_s, self.max_seqs = output_tokens, step_s, per_seq_s, max_seqs
+        self.rng = np.random.default_rng(seed)
+
+    @classmethod
+    def with_latency(cls, latency_s: float, share: float = 0.8, **options) -> BatchEngine:
+        """An engine whose requests take ``latency_s`` in steady state at ``share`` of its capacity."""
+        base = cls(**options)
+        scale = latency_s / base.steady_latency(share * base.capacity)
+        return cls(**{**options, "step_s": base.step_s * scale, "per_seq_s": base.per_seq_s * scale})
+
+    @property
+    def capacity(self) -> float:
+        """Requests per second past which the batch grows without bound."""
+        return 1.0 / (self.output_tokens * self.per_seq_s)
+
+    def steady_latency(self, rate: float) -> float:
+        """A request's latency (s) once the batch has settled at ``rate`` (below capacity)."""
+        n, a, c = self.output_tokens, self.step_s, self.per_seq_s
+        batch = n * rate * a / (1 - n * rate * c)
+        return n * (a + c * batch)
+
+    def probe(self, rate: float, requests: int) -> tuple[list[float], list[float], list[float]]:
+        """Send ``requests`` Poisson arrivals at ``rate``: (send times, first-token times, finish times), s."""
+        sends = np.concatenate([[0.0], np.cumsum(self.rng.exponential(1 / rate, size=requests - 1))])
+        firsts, ends = [0.0] * requests, [0.0] * requests
+        left: dict[int, int] = {}  # running request -> tokens still to make
+        waiting: list[int] = []
+        t, i = 0.0, 0
+        while i < requests or left or waiting:
+            while i < requests and sends[i] <= t:
+                waiting.append(i)
+                i += 1
+            while waiting and len(left) < self.max_seqs:
+                left[waiting.pop(0)] = self.output_tokens
+            if not left:
+                t = float(sends[i])
+                continue
+            t += self.step_s + self.per_seq_s * len(left)
+            for j in list(left):
+                if left[j] == self.output_tokens:
+                    firsts[j] = t
+                left[j] -= 1
+                if left[j] == 0:
+                    ends[j] = t
+                    del left[j]
         return sends.tolist(), firsts, ends
 
 

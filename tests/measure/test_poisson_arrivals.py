@@ -28,6 +28,13 @@ def test_the_schedule_is_one_seeded_poisson_process():
     assert abs(gaps.mean() - 1 / 20) < 4 * (1 / 20) / math.sqrt(len(gaps))  # mean gap 1/rate
     assert abs(gaps.std() / gaps.mean() - 1) < 0.1  # exponential gaps: coefficient of variation 1
     assert poisson_schedule(20.0, 50, seed=8) != poisson_schedule(20.0, 50, seed=7)[:50]
+    for n in (2, 40, 500):  # the rate sent is the rate asked, whatever the draw
+        for seed in range(5):
+            assert poisson_schedule(32.0, n, seed)[-1] == pytest.approx((n - 1) / 32.0, rel=1e-9)
+    # one stream at two loads: the same bursts, scaled (what two configurations compared on it receive)
+    slow, fast = np.array(poisson_schedule(10.0, 300, 3)), np.array(poisson_schedule(20.0, 300, 3))
+    assert np.allclose(slow, 2 * fast)
+    assert abs(np.diff(slow).std() / np.diff(slow).mean() - 1) < 0.15  # still Poisson-like gaps
     with pytest.raises(ValueError, match="rate > 0"):
         poisson_schedule(0, 5, 1)
 
