@@ -12,6 +12,7 @@ from __future__ import annotations
 from helpers.benchmark.boundary import Reading, readings_of
 from helpers.benchmark.probe import Measurement, Probe, judge
 from helpers.core.config import PlaybookConfig
+from helpers.measure.timing import sustained_fields
 from helpers.run.records import EngineResult, Point
 
 EVIDENCE_PHASES = ("search", "trial")
@@ -59,12 +60,16 @@ def measurement_of(point: Point, axis: str) -> Measurement:
     """The measurement a stored probe or trial stands for (to judge it again, e.g. with a corrected rule).
 
     A point that kept its judged probe is re-judged from everything the live judgement saw (sent and
-    served rates, steady window, queue trend, client lag); an older one from its figures alone.
+    served rates, steady window, queue trend, client lag); an older one from its figures alone. A point
+    that kept its requests' send and finish times has whether the engine kept up read from them again
+    (``measure.timing.sustained_fields``), with today's rules.
     """
     attempted = point.requests + point.errors
     if point.probe:
         fields = Measurement.model_fields
         m = Measurement.model_validate({k: v for k, v in point.probe.items() if k in fields})
+        if point.request_times:
+            m = m.model_copy(update=sustained_fields(point.request_times))
         return sustained_view(m, point, attempted + point.incomplete)
     m = Measurement(
         load=load_of(point, axis),

@@ -36,6 +36,7 @@ from helpers.measure.interference import InterferenceWatch
 from helpers.measure.loadgen import LoadResult, run_point, run_rate
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.measure.telemetry import GpuSampler, local_gpu_spec
+from helpers.measure.timing import request_times
 from helpers.run.progress import Unit
 from helpers.run.records import (
     EngineResult,
@@ -219,6 +220,8 @@ class EngineSession:
         knobs = self.spec.knobs.model_dump(exclude_defaults=True)
         point = point_from(self.spec, self.cfg, int(load) if axis == "concurrency" else 0, phase, res, knobs)
         point.offered_rate = load if axis == "rate" else None
+        if axis == "rate" and res.request_starts_s:
+            point.request_times = request_times(res.request_starts_s, res.request_ends_s)
         point.warmup_requests = warmup
         self.complete(self.spec, point, res, server_stats, gpu_stats)
         return point, res, queue

@@ -147,6 +147,27 @@ def sending_and_latency(starts: list[float], ends: list[float | None]) -> tuple[
     return span, (float(np.median(lat)) if lat else None)
 
 
+def request_times(starts: list[float], ends: list[float | None]) -> list[tuple[float, float | None]]:
+    """Send and finish times, in send order, to the millisecond: what a stored point keeps to be judged again."""
+    return [
+        (round(float(st_), 3), None if e is None else round(float(e), 3)) for st_, e in zip(starts, ends, strict=True)
+    ]
+
+
+def sustained_fields(times: list[tuple[float, float | None]]) -> dict[str, float | None]:
+    """The ``probe.Measurement`` fields that say whether the engine kept up, read from stored send/finish times."""
+    starts, ends = [t[0] for t in times], [t[1] for t in times]
+    kept = keep_up(starts, ends) if times else None
+    span, latency = sending_and_latency(starts, ends) if times else (None, None)
+    return {
+        "served_ratio": kept.ratio if kept else None,
+        "served_ratio_low": kept.low if kept else None,
+        "served_ratio_high": kept.high if kept else None,
+        "send_span_s": span,
+        "latency_p50_s": latency,
+    }
+
+
 def request_timing(requests: dict[str, Any]) -> dict[str, Any]:
     """Send/finish times of every request of a benchmark dump, and the rates and client lag they give."""
     rows = []  # (start, end or None, succeeded)

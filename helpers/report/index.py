@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.core.paths import MEASUREMENTS_DIR
+from helpers.decision.tree import DecisionResult
 from helpers.report.batches import batches_section
 from helpers.report.pages import fragment, render
 from helpers.review.trend import trend_charts
@@ -32,6 +33,10 @@ def archived_runs(reports_dir: Path) -> list[RunSummary]:
             s = reader.run_summary(p.parent)
         except SummaryError:
             continue
+        if s.recommendation.evidence is None:  # a summary written before it carried the verdict: the decision's
+            decision = reader.read(p.parent, DecisionResult)
+            if decision is not None and decision.verdict is not None:
+                s.recommendation.evidence = decision.verdict.headline()
         runs.append(s.model_copy(update={"run_id": p.parent.name}))
     return sorted(runs, key=lambda s: (s.created_utc or "", s.run_id))
 
@@ -92,6 +97,9 @@ def _run_row(r: RunSummary) -> dict[str, Any]:
         "created": r.created_utc or "", "workload": r.workload, "model": r.model or "",
         "hardware": hardware_text(r.hardware), "engines": [engine_text(e) for e in r.engines],
         "primary": rec.primary or "–", "backup": rec.backup or "–", "link": f"{r.run_id}/report.html",
+        "evidence": "one configuration: nothing compared"
+        if rec.evidence == "not measured" and len(r.engines) < 2
+        else rec.evidence or "",
         "run_id": r.run_id,
     }  # fmt: skip
 
@@ -105,7 +113,7 @@ def index_html(runs: list[RunSummary], batches: str = "", measurements: str = ""
     page = render(
         "index.html.j2",
         runs=[_run_row(r) for r in reversed(runs)],
-        heads=["date (UTC)", "workload", "model", "hardware", "engines", "primary / backup", "report"],
+        heads=["date (UTC)", "workload", "model", "hardware", "engines", "primary / backup, evidence", "report"],
         batches=fragment(batches),
         measurements=fragment(measurements),
         trends=render(

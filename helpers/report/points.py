@@ -18,7 +18,9 @@ def points_table(results: list[EngineResult]) -> list[dict[str, Any]]:
     rows = []
     for r in results:
         for p in r.points:
-            row = p.model_dump(mode="json", exclude={"server", "gpu", "roofline", "knobs", "structure"})
+            row = p.model_dump(
+                mode="json", exclude={"server", "gpu", "roofline", "knobs", "structure", "request_times"}
+            )
             row.update({f"server_{k}": v for k, v in p.server.model_dump().items()})
             row.update({f"gpu_{k}": v for k, v in p.gpu.model_dump().items()})
             row["knobs"] = knob_text(p.knobs)

@@ -143,6 +143,7 @@ def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
             primary=decision.primary if decision else None,
             backup=decision.backup if decision else None,
             sentences=decision.sentences if decision else [],
+            evidence=decision.verdict.headline() if decision and decision.verdict else None,
         ),
         engines=_engines(results, cost, earlier, env, quality),
         points=points_table(results),

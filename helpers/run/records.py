@@ -176,6 +176,11 @@ class Point(_Record):
     interference: str | None = Field(
         default=None, description="What else loaded the machine while it ran, over the limit (None: nothing)."
     )
+    request_times: list[tuple[float, float | None]] | None = Field(
+        default=None,
+        description="Open-loop loads: every request's send and finish time (s after the first send, to the "
+        "millisecond; None: never finished), so that a re-rendered run judges whether the engine kept up again.",
+    )
 
 
 class Figure(_Record):

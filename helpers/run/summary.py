@@ -40,6 +40,11 @@ class Recommendation(_Model):
     primary: str | None = None
     backup: str | None = None
     sentences: list[str] = Field(default_factory=list)
+    evidence: str | None = Field(
+        default=None,
+        description="What the measurement says of the two best: 'measured: +x% [...]', 'equivalent (±x%)', "
+        "'not conclusive' or 'not measured' (``EvidenceVerdict.headline``); None: an older summary.",
+    )
 
 
 class EngineSummary(_Model):

@@ -19,10 +19,12 @@ from helpers.benchmark.boundary import Reading, estimate_capacity
 from helpers.benchmark.capacity_compare import Side, compare_capacities
 from helpers.benchmark.edge_search import EdgeSearch
 from helpers.benchmark.evidence import LATENCY_SPANS
+from helpers.benchmark.judged import measurement_of
 from helpers.benchmark.probe import Measurement, SlaLimits, judge
 from helpers.core.config import parse_config
 from helpers.core.errors import ConfigError
-from helpers.measure.timing import keep_up, sending_and_latency
+from helpers.measure.timing import keep_up, request_times, sending_and_latency
+from helpers.run.records import Point
 
 DEFAULT = {"tolerance": 0.05, "max_probes": 8, "edge_rounds_min": 2, "edge_rounds_max": 4}
 """The search's budget as the config's defaults set it (coarse probes, edge rounds)."""
@@ -162,6 +164,28 @@ def test_the_sustained_test_holds_under_continuous_batching(latency_s):
     assert abs(statistics.median(ratios) - 1.0) < 0.06
     # the artefact the drain cut removes: read with the drain, the overloaded engine served more than it was sent
     assert statistics.median(drained[1.25]) > 1.5
+
+
+def test_a_stored_probe_is_judged_again_from_its_request_times():
+    # a probe judged before the drain was left out: its share read 160%, the steady window's 78%, not sustained
+    engine = BatchEngine.with_latency(5.0, share=0.5, seed=3)
+    load = 0.5 * engine.capacity
+    sends, _firsts, ends = engine.probe(load, math.ceil(load * LATENCY_SPANS * 5.0))
+    old = Measurement(
+        load=load, ttft_p95_ms=300.0, requests=len(sends), offered_rate=load, achieved_rate=0.78 * load,
+        served_ratio=1.6, served_ratio_low=1.55, served_ratio_high=1.65,
+    )  # fmt: skip
+    stored = judge(old, SlaLimits(ttft_p95_ms=2000.0))
+    assert not stored.sustained and "78%" in stored.why
+    point = Point(
+        label="e", engine="vllm", concurrency=0, phase="search", offered_rate=load, requests=len(sends),
+        duration_s=max(ends), output_tok_s=1.0, total_tok_s=1.0, req_s=load, ttft_ms_p95=300.0,
+        probe=stored.model_dump(mode="json"), request_times=request_times(sends, ends),
+    )  # fmt: skip
+    again = judge(measurement_of(point, "rate"), SlaLimits(ttft_p95_ms=2000.0))
+    assert again.sustained and "finish against send times" in again.why
+    assert again.served_ratio == pytest.approx(keep_up(sends, ends).ratio, abs=0.01)
+    assert again.latency_p50_s == pytest.approx(float(np.median(np.subtract(ends, sends))), rel=0.01)
 
 
 def test_a_search_that_cannot_bracket_the_edge_says_so_with_the_bound_it_has():

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers.benchmark.capacity_compare import compare_capacities
+from helpers.benchmark.judged import measurement_of
 from helpers.benchmark.run import run_benchmarks
 from helpers.benchmark.sla import capacity_side, representative
 from helpers.core.config import parse_config
@@ -95,6 +96,10 @@ def test_two_engines_on_the_same_streams_get_a_capacity_an_interval_and_a_paired
         streams = [p["stream"] for p in result.capacity.probes]
         assert streams[0] == "p0" and {"e0-lo", "e0-hi", "e1-lo", "e1-hi"} <= set(streams)
         assert all(p.phase == "search" and p.probe["stream"] for p in result.points if p.phase in ("search", "trial"))
+        for p in (p for p in result.points if p.phase == "search"):  # every request's times kept, to judge again
+            assert p.request_times and len(p.request_times) == p.requests + p.errors + p.incomplete
+            again, live = measurement_of(p, "rate").served_ratio, p.probe["served_ratio"]
+            assert (again is None) == (live is None) and (live is None or again == pytest.approx(live, abs=0.02))
         rep = representative(result, cfg)
         assert rep.source == "capacity" and rep.capacity.mean == est.value and rep.request_rate.mean == est.value
         assert rep.output_tok_s.mean == pytest.approx(est.value * 4, rel=0.01)  # the rate times 4 tokens a request

@@ -183,3 +183,17 @@ def test_report_renders_with_nbconvert_templates_only_beside_the_package(run_dir
         render_report(run_dir)
     monkeypatch.setattr(report, "_bundled_templates", lambda: beside)
     assert "DISPLAYED-HTML-OUTPUT" in render_report(run_dir).read_text(encoding="utf-8")
+
+
+def test_the_index_says_what_the_evidence_supports_beside_each_primary():
+    from helpers.core.paths import REPORTS_DIR
+
+    page = index_html(archived_runs(REPORTS_DIR))
+
+    def row(run_id: str) -> str:
+        return next(line for line in page.splitlines() if f"'{run_id}/report.html'" in line)
+
+    assert "<i>not conclusive</i>" in row("h200-20261203-chat-70b-fp8")  # its first page says so; the index too
+    assert "<i>not conclusive</i>" in row("h100-20261205-chat-8b-capacity")
+    assert "<i>measured: +15.3% [+2.6%, +29.6%]</i>" in row("h200-20261201-chat-8b-poisson")
+    assert "<i>one configuration: nothing compared</i>" in row("h100-20261205-chat-8b-start-grid")
