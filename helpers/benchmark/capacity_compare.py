@@ -144,6 +144,9 @@ def compare_capacities(a: Side, b: Side, margin: float = 0.05, confidence: float
         out.text = f"`{win}` serves {100 * more:.1f}% more requests per accelerator than `{lose}` at the SLA ({said})"
         return out
     out.to_resolve, out.more_pairs = _what_it_takes(d, half, band, len(common) if paired else 0)
+    unbracketed = _unbracketed(a, b)
+    if unbracketed:
+        out.to_resolve, out.more_pairs = f"{unbracketed}; then {out.to_resolve}", None
     out.text = f"`{a.label}` against `{b.label}` is not conclusive ({said}): {out.to_resolve}"
     return out
 
@@ -191,6 +194,24 @@ def _combine(a: Side, b: Side, ia, ib, shift: float, side: int) -> float | None:
     if ha is None or lb is None:
         return None
     return fa(va) - fb(vb) + shift + math.hypot(fa(ha) - fa(va), fb(vb) - fb(lb))
+
+
+def _unbracketed(*sides: Side) -> str:
+    """What a search that never bracketed its edge needs first ('' when both did): a load on the other side."""
+    said = []
+    for side in sides:
+        est = side.estimate
+        if est.status == "at_least" and est.low is not None:
+            said.append(
+                f"`{side.label}` met the SLA at every load tried (up to {est.low:.4g}): its search must reach a "
+                "failing load (raise evidence.search.max_probes or evidence.search.growth)"
+            )
+        elif est.status == "below" and est.high is not None:
+            said.append(
+                f"`{side.label}` failed at every load tried (down to {est.high:.4g}): its search must reach a "
+                "passing load (raise evidence.search.max_probes, or set evidence.search.start lower)"
+            )
+    return "; ".join(said)
 
 
 def _what_it_takes(d: float, half: float | None, band: float, pairs: int) -> tuple[str, int | None]:

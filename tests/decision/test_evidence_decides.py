@@ -91,6 +91,19 @@ def test_too_few_probes_are_not_conclusive_first_with_what_it_would_take():
     assert d.primary == d.verdict.faster  # the better estimate, provisionally, never the worse
 
 
+def test_a_search_that_never_failed_is_told_to_reach_a_failing_load_first():
+    # one configuration met the SLA at the only load its budget reached: a lower bound under the other's estimate
+    a = searched_result("vllm-a", "vllm", 5.0, seed=1, traffic_seed=7, max_probes=1, edge_rounds_min=0,
+                        edge_rounds_max=0)  # fmt: skip
+    b = searched_result("vllm-b", "vllm", 4.0, seed=2, traffic_seed=7)
+    assert a.capacity.estimate.status == "at_least" and a.capacity.estimate.low < b.capacity.estimate.value
+    d = decide([a, b], config([("vllm-a", "vllm"), ("vllm-b", "vllm")], **STABLE_SMALL_TEAM), PROFILE)
+    assert d.verdict.verdict == "not_conclusive", d.verdict.text
+    assert "`vllm-a` met the SLA at every load tried (up to 2)" in d.verdict.to_resolve
+    assert "evidence.search.max_probes" in d.verdict.to_resolve and d.verdict.minutes_to_resolve is None
+    assert d.sentences[0].startswith("Not conclusive")
+
+
 def test_a_configuration_without_a_capacity_is_not_measured_never_a_tie():
     a = searched_result("vllm-a", "vllm", 4.0, seed=1, traffic_seed=7)
     none = EngineResult(label="sglang-b", engine="sglang", capacity=CapacitySummary(note="no probe"), points=[
