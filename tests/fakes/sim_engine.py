@@ -16,7 +16,7 @@ It returns the per-request send and finish times of one open-loop Poisson probe,
 ``BatchEngine``: continuous batching, as vLLM and SGLang serve: every running request gains one token per
 step, and a step takes longer the more requests run (``step_s + per_seq_s × running``). A request's latency
 therefore depends on the batch it shares: it grows while the batch fills and shrinks once arrivals stop
-(the drain), the behaviour that made a probe's finish-against-send slope read 110-250% served on an H100
+(the drain), the behaviour that made a probe's finish-against-send slope read 109-458% served on an H100
 (2026-12-05, ``docs/measurements/2026-12-05-h100-sustained-test.md``). Its capacity is the rate past which
 the batch grows without bound, ``1 / (output_tokens × per_seq_s)``.
 
