@@ -20,6 +20,7 @@ from typing import Any
 
 from helpers.core.config_engines import placeholder_weights
 from helpers.cost.records import CostAnalysis
+from helpers.decision.evidence import verdict_headline
 from helpers.engines import ENGINES
 from helpers.report.pages import render
 from helpers.run import reader
@@ -94,24 +95,6 @@ def tradeoff_png(summary: RunSummary) -> str | None:
     fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def verdict_headline(verdict: dict[str, Any]) -> str:
-    """The decision's verdict in a few words: ``measured: +12.0% [+6.1%, +18.3%]``, ``equivalent (±5%)``, ...
-
-    Read from the saved ``decision.evidence.EvidenceVerdict`` (a dict in ``summary.json``); an archive made
-    before verdicts existed says what decided instead.
-    """
-    kind = verdict.get("verdict")
-    if kind == "measured" and verdict.get("difference_pct") is not None:
-        lo, hi = verdict.get("low_pct"), verdict.get("high_pct")
-        interval = f" [{lo:+.1f}%, {hi:+.1f}%]" if lo is not None and hi is not None else ""
-        return f"measured, {verdict['difference_pct']:+.1f}%{interval}"
-    if kind == "equivalent":
-        return f"equivalent (±{verdict.get('margin_pct', 5):g}%)"
-    if kind == "not_conclusive":
-        return "not conclusive"
-    return str(verdict.get("decided_by") or "as archived (a run made before the three verdicts)")
 
 
 def _deciding_rows(summary: RunSummary) -> list[tuple[str, str, str, str]]:

@@ -97,3 +97,15 @@ def test_throughput_per_gpu_is_read_from_step_6s_record_and_never_computed_when_
     assert per_gpu_of(saved_cost(s), s.engines[0].representative) is None
     html = first_page_html(s)
     assert "data:image/png;base64," not in html and "1,000 ± 50 (n=3) output tok/s" in html
+
+
+def test_a_measured_verdict_with_an_unbounded_end_reads_unbounded_everywhere():
+    # the CPU default's prefix-cache comparison: the better side's capacity is a lower bound (no failing load)
+    from helpers.decision.evidence import EvidenceVerdict, verdict_headline
+
+    v = EvidenceVerdict(verdict="measured", difference_pct=234.7, low_pct=234.6, high_pct=None, significant=True,
+                        text="`a` serves 234.7% more")  # fmt: skip
+    assert v.headline() == verdict_headline(v.model_dump()) == "measured, +234.7% [+234.6%, unbounded]"
+    s = summary(None)
+    s.decision["verdict"] = v.model_dump()
+    assert "Verdict: measured, +234.7% [+234.6%, unbounded]." in first_page_html(s)

@@ -195,5 +195,5 @@ def test_the_index_says_what_the_evidence_supports_beside_each_primary():
 
     assert "<i>not conclusive</i>" in row("h200-20261203-chat-70b-fp8")  # its first page says so; the index too
     assert "<i>not conclusive</i>" in row("h100-20261205-chat-8b-capacity")
-    assert "<i>measured: +15.3% [+2.6%, +29.6%]</i>" in row("h200-20261201-chat-8b-poisson")
+    assert "<i>measured, +15.3% [+2.6%, +29.6%]</i>" in row("h200-20261201-chat-8b-poisson")
     assert "<i>one configuration: nothing compared</i>" in row("h100-20261205-chat-8b-start-grid")
