@@ -68,29 +68,6 @@ class EvidenceVerdict(BaseModel):
     )
     text: str = ""
 
-    def headline(self) -> str:
-        """The verdict in a few words (``verdict_headline``): the first page's and the reports index's."""
-        return verdict_headline(self.model_dump())
-
-
-def verdict_headline(verdict: dict[str, Any]) -> str:
-    """A verdict in a few words: ``measured, +12.0% [+6.1%, unbounded]``, ``equivalent (±5%)``, ``not conclusive``.
-
-    Read from a saved ``EvidenceVerdict`` (a dict in ``decision.json`` or ``summary.json``); an archive made
-    before verdicts existed says what decided instead. An end of the interval that is not bounded reads
-    "unbounded".
-    """
-    kind = verdict.get("verdict")
-    if kind == "measured" and verdict.get("difference_pct") is not None:
-        lo, hi = verdict.get("low_pct"), verdict.get("high_pct")
-        ends = ["unbounded" if x is None else f"{x:+.1f}%" for x in (lo, hi)]
-        return f"measured, {verdict['difference_pct']:+.1f}% [{ends[0]}, {ends[1]}]"
-    if kind == "equivalent":
-        return f"equivalent (±{verdict.get('margin_pct', 5):g}%)"
-    if kind == "not_conclusive":
-        return "not conclusive"
-    return str(verdict.get("decided_by") or "as archived (a run made before the three verdicts)")
-
 
 def _probe_minutes(result: EngineResult) -> float | None:
     """Engine-minutes one probe of ``result`` took on average (search time over probes)."""

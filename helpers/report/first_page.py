@@ -20,7 +20,7 @@ from typing import Any
 
 from helpers.core.config_engines import placeholder_weights
 from helpers.cost.records import CostAnalysis
-from helpers.decision.evidence import verdict_headline
+from helpers.decision.verdict_words import verdict_headline
 from helpers.engines import ENGINES
 from helpers.report.pages import render
 from helpers.run import reader

@@ -15,6 +15,7 @@ from typing import Any
 
 from helpers.core.paths import MEASUREMENTS_DIR
 from helpers.decision.tree import DecisionResult
+from helpers.decision.verdict_words import evidence_line
 from helpers.report.batches import batches_section
 from helpers.report.pages import fragment, render
 from helpers.review.trend import trend_charts
@@ -36,7 +37,7 @@ def archived_runs(reports_dir: Path) -> list[RunSummary]:
         if s.recommendation.evidence is None:  # a summary written before it carried the verdict: the decision's
             decision = reader.read(p.parent, DecisionResult)
             if decision is not None and decision.verdict is not None:
-                s.recommendation.evidence = decision.verdict.headline()
+                s.recommendation.evidence = evidence_line(decision.verdict.model_dump())
         runs.append(s.model_copy(update={"run_id": p.parent.name}))
     return sorted(runs, key=lambda s: (s.created_utc or "", s.run_id))
 

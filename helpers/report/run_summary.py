@@ -24,6 +24,7 @@ from helpers.core.secrets import known_secrets, redact_data
 from helpers.cost.records import CostAnalysis
 from helpers.decision.records import RiskRecord
 from helpers.decision.tree import DecisionResult
+from helpers.decision.verdict_words import evidence_line
 from helpers.environment.records import EnvironmentRecord
 from helpers.report.points import points_table
 from helpers.review.records import ReviewRecord
@@ -143,7 +144,7 @@ def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
             primary=decision.primary if decision else None,
             backup=decision.backup if decision else None,
             sentences=decision.sentences if decision else [],
-            evidence=decision.verdict.headline() if decision and decision.verdict else None,
+            evidence=evidence_line(decision.verdict.model_dump()) if decision and decision.verdict else None,
         ),
         engines=_engines(results, cost, earlier, env, quality),
         points=points_table(results),

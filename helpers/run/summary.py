@@ -42,8 +42,8 @@ class Recommendation(_Model):
     sentences: list[str] = Field(default_factory=list)
     evidence: str | None = Field(
         default=None,
-        description="What the measurement says of the two best: 'measured: +x% [...]', 'equivalent (±x%)', "
-        "'not conclusive' or 'not measured' (``EvidenceVerdict.headline``); None: an older summary.",
+        description="What the measurement says of the two best (``decision.evidence.evidence_line``): 'measured, "
+        "+x% [...] for A', 'equivalent (±x%)', 'not conclusive', with what decided; None: an older summary.",
     )
 
 

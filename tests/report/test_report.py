@@ -195,5 +195,8 @@ def test_the_index_says_what_the_evidence_supports_beside_each_primary():
 
     assert "<i>not conclusive</i>" in row("h200-20261203-chat-70b-fp8")  # its first page says so; the index too
     assert "<i>not conclusive</i>" in row("h100-20261205-chat-8b-capacity")
-    assert "<i>measured, +15.3% [+2.6%, +29.6%]</i>" in row("h200-20261201-chat-8b-poisson")
+    # SGLang measured faster, vLLM primary: the line says for whom, and what decided
+    poisson = "measured, +15.3% [+2.6%, +29.6%] for SGLang 0.5.16; decided by the tree and operations cost"
+    assert f"<i>{poisson}</i>" in row("h200-20261201-chat-8b-poisson")
+    assert "vLLM 0.26.0 / SGLang 0.5.16" in row("h200-20261201-chat-8b-poisson")
     assert "<i>one configuration: nothing compared</i>" in row("h100-20261205-chat-8b-start-grid")
