@@ -43,7 +43,7 @@ from helpers.launchers.python import interpreter
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.measure.vllm_bench import BenchRun, bench_args, client_env, run_vllm_bench, version_of
 from helpers.run.progress import Unit
-from helpers.run.records import fmt_load, write_json_atomic
+from helpers.run.records import Point, fmt_load, write_json_atomic
 
 
 def _client(session: EngineSession) -> tuple[Path | None, list[str], str | None]:
@@ -143,6 +143,21 @@ async def _one_rate(
     return judge_rate(bench.result, rr.model_copy(update=rel), session.cfg, queue), bench
 
 
+def arrival_seconds(configured: float, points: list[Point]) -> tuple[float, str]:
+    """Seconds of arrivals at each rate: ``configured``, or four request latencies when longer, and why ('' if not).
+
+    As a probe has (``evidence.LATENCY_SPANS``): whether the engine kept up is read between the batch filling
+    and its drain (``measure.timing.keep_up``), one latency each; the latency is the last passing probe's.
+    """
+    latency = latency_estimate(points)
+    seconds = max(configured, LATENCY_SPANS * (latency or 0.0))
+    if seconds <= configured or latency is None:
+        return configured, ""
+    why = (f"sends for {seconds:,.0f} s at each rate ({LATENCY_SPANS:g} request latencies of {latency:,.1f} s), "
+           f"longer than the {configured:g} s configured")  # fmt: skip
+    return seconds, why
+
+
 async def cross_check(session: EngineSession) -> CrossCheckRecord:
     """The cross-check of the running configuration (module docstring); never raises for the client's trouble."""
     cc, label = session.cfg.evidence.crosscheck, session.spec.label
@@ -160,14 +175,10 @@ async def cross_check(session: EngineSession) -> CrossCheckRecord:
     env = client_env(folders, session.handle.api_key if session.handle is not None else None)
     folder = record_path(session.run_dir, label).with_suffix("")
     folder.mkdir(parents=True, exist_ok=True)
-    # arrivals for several request latencies, as a probe has: whether the engine kept up is read between the
-    # batch filling and its drain (``measure.timing.keep_up``)
-    latency = latency_estimate(session.result.points)
-    seconds = max(cc.seconds, LATENCY_SPANS * (latency or 0.0))
+    seconds, why = arrival_seconds(cc.seconds, session.result.points)
     record.seconds = seconds
-    if seconds > cc.seconds:
-        session.say(f"{label}: {CLIENT} sends for {seconds:,.0f} s at each rate ({LATENCY_SPANS:g} request "
-                    f"latencies of {latency:,.1f} s), longer than the {cc.seconds:g} s configured")  # fmt: skip
+    if why:
+        session.say(f"{label}: {CLIENT} {why}")
     for multiple in cc.rates:
         rate = float(f"{multiple * record.playbook_capacity:.6g}")  # as the client is asked for it
         rr = RateRun(multiple=multiple, rate=rate, prompts=prompts_of(rate, seconds))

@@ -177,6 +177,13 @@ def test_the_search_starts_at_the_busiest_grid_point_within_the_sla_and_probes_s
     # at least LATENCY_SPANS (4) latencies of arrivals: 10 req/s × 4 × 20 s
     assert probe_requests(run, 10.0, lat) == min(s.max_requests, max(s.min_requests, 800))
     assert probe_requests(run, 10.0, None) == min(s.max_requests, max(s.min_requests, int(10 * s.probe_seconds)))
+    # a cap that holds fewer latencies than the served share needs is said, naming the setting
+    said: list[str] = []
+    capped = SimpleNamespace(cfg=cfg, spec=SimpleNamespace(label="x"), say=said.append)
+    s.max_requests = 300
+    assert probe_requests(capped, 10.0, lat) == 300
+    assert said and "evidence.search.max_requests (300) holds 30.0 s of arrivals" in said[0]
+    assert "1.5 request latencies of 20.0 s" in said[0]
 
 
 def test_on_the_concurrency_axis_the_search_starts_where_the_grid_crosses_the_sla(fake_engine, tmp_path):
