@@ -31,7 +31,7 @@ from helpers.benchmark.crosscheck import (
     record_path,
     wanted,
 )
-from helpers.benchmark.evidence import LATENCY_SPANS, latency_estimate
+from helpers.benchmark.evidence import LATENCY_SPANS, arrival_seconds, latency_estimate
 from helpers.benchmark.points import prepare_dataset
 from helpers.benchmark.priors import crosscheck_seconds
 from helpers.benchmark.session import EngineSession, Phase
@@ -143,14 +143,14 @@ async def _one_rate(
     return judge_rate(bench.result, rr.model_copy(update=rel), session.cfg, queue), bench
 
 
-def arrival_seconds(configured: float, points: list[Point]) -> tuple[float, str]:
-    """Seconds of arrivals at each rate: ``configured``, or four request latencies when longer, and why ('' if not).
+def client_seconds(configured: float, points: list[Point]) -> tuple[float, str]:
+    """Seconds of arrivals at each rate (``evidence.arrival_seconds``, as a probe has), and why when longer ('' if not).
 
-    As a probe has (``evidence.LATENCY_SPANS``): whether the engine kept up is read between the batch filling
-    and its drain (``measure.timing.keep_up``), one latency each; the latency is the last passing probe's.
+    Whether the engine kept up is read between the batch filling and its drain (``measure.timing.keep_up``),
+    one latency each; the latency is the last passing probe's.
     """
     latency = latency_estimate(points)
-    seconds = max(configured, LATENCY_SPANS * (latency or 0.0))
+    seconds = arrival_seconds(configured, latency)
     if seconds <= configured or latency is None:
         return configured, ""
     why = (f"sends for {seconds:,.0f} s at each rate ({LATENCY_SPANS:g} request latencies of {latency:,.1f} s), "
@@ -175,7 +175,7 @@ async def cross_check(session: EngineSession) -> CrossCheckRecord:
     env = client_env(folders, session.handle.api_key if session.handle is not None else None)
     folder = record_path(session.run_dir, label).with_suffix("")
     folder.mkdir(parents=True, exist_ok=True)
-    seconds, why = arrival_seconds(cc.seconds, session.result.points)
+    seconds, why = client_seconds(cc.seconds, session.result.points)
     record.seconds = seconds
     if why:
         session.say(f"{label}: {CLIENT} {why}")

@@ -42,6 +42,11 @@ passed 17-18 of 20 at 0.5-0.6 of capacity, 10 at 0.7 (the batch still filling: c
 at 1.1 or more. Four is the length a 70B probe can afford (about 100 s of arrivals for 25-s requests)."""
 
 
+def arrival_seconds(configured: float, latency_s: float | None) -> float:
+    """Seconds of arrivals a load needs: ``configured``, or ``LATENCY_SPANS`` request latencies when longer."""
+    return max(configured, LATENCY_SPANS * (latency_s or 0.0))
+
+
 def probe_requests(session: EngineSession, load: float, latency_s: float | None = None) -> int:
     """Requests of one probe or trial: about ``probe_seconds`` of arrivals, within the configured bounds.
 
@@ -50,7 +55,7 @@ def probe_requests(session: EngineSession, load: float, latency_s: float | None 
     before its first requests finish and shows no steady window (and so no served rate).
     """
     s = session.cfg.evidence.search
-    seconds = max(s.probe_seconds, LATENCY_SPANS * (latency_s or 0.0))
+    seconds = arrival_seconds(s.probe_seconds, latency_s)
     want = load * seconds if load_axis(session.cfg) == "rate" else load * max(2, seconds / 5)
     if latency_s and load_axis(session.cfg) == "rate" and want > s.max_requests:
         session.say(

@@ -203,7 +203,7 @@ def test_vllm_bench_serve_runs_three_rates_kept_on_resume_and_a_bad_client_is_a_
 
 
 def test_the_client_sends_for_four_request_latencies_when_they_are_longer_than_configured():
-    from helpers.benchmark.crosscheck_phase import arrival_seconds
+    from helpers.benchmark.crosscheck_phase import client_seconds
     from helpers.run.records import Point
 
     def sweep(e2e_ms: float) -> Point:
@@ -211,7 +211,7 @@ def test_the_client_sends_for_four_request_latencies_when_they_are_longer_than_c
                      output_tok_s=1, total_tok_s=1, req_s=1, ttft_ms_p95=10, e2e_ms_p50=e2e_ms)  # fmt: skip
 
     # 5-s requests (the H100's 8B): 10 s configured were two latencies; the client now sends for 20
-    seconds, why = arrival_seconds(10.0, [sweep(5000)])
+    seconds, why = client_seconds(10.0, [sweep(5000)])
     assert seconds == 20.0 and "sends for 20 s at each rate (4 request latencies of 5.0 s)" in why
-    assert arrival_seconds(10.0, [sweep(1000)]) == (10.0, "")  # four latencies fit: as configured
-    assert arrival_seconds(10.0, []) == (10.0, "")  # no latency seen yet
+    assert client_seconds(10.0, [sweep(1000)]) == (10.0, "")  # four latencies fit: as configured
+    assert client_seconds(10.0, []) == (10.0, "")  # no latency seen yet
