@@ -18,8 +18,10 @@ crosses 0 at its own load; the capacity is the lowest of them (the first criteri
   the estimate is not conclusive. More probes near the edge narrow it.
 * **Several criteria**: the capacity is the lowest criterion's, its interval runs from the lowest low end
   to the lowest high end (a criterion that never failed bounds it from below by its highest passing load).
-* A probe that failed without a size (errors over their share, a growing queue: ``Probe.censored``) caps
-  the capacity and the interval at its load.
+* A probe that failed without a size (requests that outgrew the probe, errors over their share, a growing
+  queue: ``Probe.censored``) caps the capacity and the interval at its load. When no sized criterion fails,
+  the capacity is "at least" the highest passing load, and below the lowest such failure above it (``high``):
+  a bracket, without a 95% interval.
 
 The comparison of two configurations' capacities is ``helpers.benchmark.capacity_compare``.
 """
@@ -329,15 +331,20 @@ def estimate_capacity(
         return CapacityEstimate(status="below", high=bottom, note=note, **bracket, **base)
     if not est:
         if censored and bracket["bracket_low"]:
-            # every sized criterion passed, but a load above failed without a size (errors, a growing queue): the
-            # highest passing load is a lower bound, which a comparison can use one-sided
-            cap, fail_at = bracket["bracket_low"], min(censored)
-            below = "" if fail_at > cap else f", below {fmt_load(cap)}, which passed"
+            # every sized criterion passed, but a load above failed without a size
+            # (requests that outgrew the probe, errors, a growing queue): the highest passing load is a lower
+            # bound, and the lowest such failure above it an upper one (a bracket, not a 95% interval)
+            cap = bracket["bracket_low"]
+            above = [x for x in censored if x > cap]
+            fail_at = min(above) if above else min(censored)
+            below = "" if above else f", below {fmt_load(cap)}, which passed"
             note = (
-                f"the SLA failed without a size at {fmt_load(fail_at)} (errors or a growing queue){below}: "
-                f"the capacity is at least {fmt_load(cap)}, no interval"
+                f"the SLA failed without a size at {fmt_load(fail_at)} (requests that outgrew the probe, errors or "
+                f"a growing queue){below}: the capacity is at least {fmt_load(cap)}"
+                + (f" and below {fmt_load(fail_at)}, no interval" if above else ", no interval")
             )
-            return CapacityEstimate(status="at_least", low=cap, note=note, **bracket, **base)
+            high = fail_at if above else None
+            return CapacityEstimate(status="at_least", low=cap, high=high, note=note, **bracket, **base)
         top = max(r.load for r in readings)
         note = f"every valid probe met the SLA: the capacity is at least {fmt_load(top)} (no failing load above it)"
         return CapacityEstimate(status="at_least", low=top, note=note, **bracket, **base)

@@ -83,9 +83,13 @@ class CapacityDifference(BaseModel):
 def log_interval(est: CapacityEstimate) -> tuple[float, float | None, float | None] | None:
     """(log value, log low, log high) of an estimate, one-sided for a search that could not bracket the edge.
 
-    At least x (every load passed): (x, x, unbounded); below x (every load failed): None, as no load met the
-    SLA: there is no capacity to compare.
+    At least x (every load passed): (x, x, unbounded); at least x and below y (the loads above x failed only
+    without a size): the bracket, from its geometric middle; below x (every load failed): None, as no load
+    met the SLA: there is no capacity to compare.
     """
+    if est.status == "at_least" and est.low and est.high and est.high > est.low:
+        lo, hi = math.log(est.low), math.log(est.high)
+        return (lo + hi) / 2, lo, hi
     if est.status == "at_least" and est.low:
         return math.log(est.low), math.log(est.low), None
     if est.status != "estimated" or est.value is None:
@@ -201,7 +205,14 @@ def _unbracketed(*sides: Side) -> str:
     said = []
     for side in sides:
         est = side.estimate
-        if est.status == "at_least" and est.low is not None:
+        if est.status == "at_least" and est.low is not None and est.high is not None:
+            said.append(
+                f"`{side.label}` passed up to {est.low:.4g} and failed above it only without a size (at "
+                f"{est.high:.4g}: requests that outgrew the probe, errors or a growing queue): its edge needs "
+                "readable probes between the two (raise evidence.search.edge_rounds_max: an edge round without "
+                "a fitted edge probes the bracket's thirds)"
+            )
+        elif est.status == "at_least" and est.low is not None:
             said.append(
                 f"`{side.label}` met the SLA at every load tried (up to {est.low:.4g}): its search must reach a "
                 "failing load (raise evidence.search.max_probes or evidence.search.growth)"

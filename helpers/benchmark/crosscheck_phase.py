@@ -192,7 +192,11 @@ async def cross_check(session: EngineSession) -> CrossCheckRecord:
     if record.status == "done":
         conclude(record, session.cfg)
         est = session.result.capacity.estimate if session.result.capacity is not None else None
-        bound = " (a lower bound: every probe passed)" if est is not None and est.status == "at_least" else ""
+        bound = ""
+        if est is not None and est.status == "at_least":
+            bound = " (a lower bound: " + (
+                f"it failed above only without a size, at {fmt_load(est.high)})" if est.high else "every probe passed)"
+            )
         record.note = f"{CLIENT}: {record.own_text}; playbook: {fmt_load(record.playbook_capacity)} req/s{bound}"
     return record
 

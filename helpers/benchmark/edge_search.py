@@ -11,7 +11,8 @@ edge readings pair up (``helpers.benchmark.boundary.compare_capacities``).
    within ``tolerance``. A probe whose verdict contradicts the monotone trend of the others (it fails below
    a pass, or passes above a failure) is measured once more on a fresh stream, not believed alone.
 2. **Edge rounds.** Each round probes two loads straddling the current estimate (``× (1 ± edge_step)``;
-   the two whole numbers around it on the concurrency axis), at least ``edge_rounds_min`` rounds and at
+   the two whole numbers around it on the concurrency axis; without a fitted estimate, in a bracket so narrow
+   that ± edge_step would land on its ends, the bracket's thirds), at least ``edge_rounds_min`` rounds and at
    most ``edge_rounds_max``, stopping once the estimate's 95% interval is within ``target_rel``.
 
 The capacity and its interval come from every valid probe (``boundary.estimate_capacity``); the grid's
@@ -229,6 +230,10 @@ class EdgeSearch:
         if self.axis == "concurrency":
             below = float(max(1, math.floor(v)))
             above = below + 1
+        elif est.value is None and hi / lo <= ((1 + self.step) / (1 - self.step)) ** 1.5:
+            # no fitted edge (the failures above lo had no size): ± step around the bracket's middle would land
+            # on its two ends, which were measured already; its thirds are the loads not yet read
+            below, above = lo * (hi / lo) ** (1 / 3), lo * (hi / lo) ** (2 / 3)
         else:
             below, above = v * (1 - self.step), v * (1 + self.step)
             for cap in (self.max_load, self.client_limit):

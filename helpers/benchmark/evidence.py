@@ -20,6 +20,7 @@ from helpers.benchmark.capacity import Measurement, Probe, judge, measurement_fr
 from helpers.benchmark.edge_search import Ask, EdgeSearch
 from helpers.benchmark.judged import grid_readings, load_of, measurement_of, sustained_view
 from helpers.benchmark.loads import fixed_concurrency, load_axis
+from helpers.benchmark.probe import too_long_to_read
 from helpers.benchmark.session import EngineSession
 from helpers.benchmark.sla import meets_sla, trial_points
 from helpers.benchmark.structured_phase import evidence_workload, structured_probe
@@ -194,17 +195,20 @@ async def search(session: EngineSession) -> CapacitySummary | None:
     result = session.result
     stored = [p for p in session.stored_points("search") if p.probe and p.probe.get("stream")]
     reuse = {p.probe["stream"]: Probe.model_validate(p.probe) for p in stored if not p.probe.get("superseded")}
+    stored_at = {p.probe["stream"]: p for p in stored if not p.probe.get("superseded")}
     start, why = start_of(result, session)
     machine = _edge_search(session, start, reuse, grid_readings(result, session.cfg))
     kept_aside = [Probe.model_validate(p.probe) for p in stored if p.probe.get("superseded")]
+    result.points += [p for p in stored if p.probe.get("superseded")]
     label = result.label
     session.say(f"{label}: capacity search from {start:.4g} ({why})")
     for number in itertools.count():
         if (ask := machine.next()) is None:
             break
         probe = machine.take_reused(ask)
-        if probe is not None:
+        if probe is not None:  # resumed: its point is this result's again (and sizes the probes that follow)
             session.steps.kept(label, "probe", number)
+            result.points.append(stored_at[ask.stream])
             machine.record(probe)
         else:
             session.steps.begin(label, "probe", number, f"capacity probe {number + 1} ({ask.purpose})")
@@ -228,6 +232,19 @@ async def search(session: EngineSession) -> CapacitySummary | None:
                 got = await _measure_ask(session, ask, ask.stream)
                 if got is None:
                     return None
+            longer = _longer_for_itself(session, ask, got[1])
+            if longer is not None:  # too short for its own requests' latency: once more, long enough to read
+                short, m_short = got
+                aside = judge(m_short, session.cfg.sla, *_judging(session)).model_copy(update={"superseded": True})
+                _save_probe(session, short, aside, f"{ask.stream}-short")
+                kept_aside.append(aside)
+                session.say(
+                    f"{label}: probe {ask.stream} at {ask.load:.4g} was too short to read ({aside.why}); "
+                    f"measured again with {longer:,} requests ({LATENCY_SPANS:g} of its own latencies)"
+                )
+                got = await _measure_ask(session, ask, ask.stream, requests=longer)
+                if got is None:
+                    return None
             point, m = got
             probe = machine.record(m)
             _save_probe(session, point, probe, ask.stream)
@@ -245,10 +262,33 @@ def _judging(session: EngineSession) -> tuple[float, float | None]:
     return s.min_sustained_ratio, s.max_client_lag_ms
 
 
-async def _measure_ask(session: EngineSession, ask: Ask, stream: str) -> tuple[Point, Measurement] | None:
-    """Measure one ask on ``stream``: its point and the measurement the search judges; None if the engine died."""
+def _longer_for_itself(session: EngineSession, ask: Ask, m: Measurement) -> int | None:
+    """Requests for a longer probe when ``m`` could not be read because it was short for its own latency, else None.
+
+    A probe is sized from the latency of the last load that passed; its own requests may take longer
+    (they do near the edge). Unreadable (``probe.too_long_to_read``) and under ``LATENCY_SPANS`` of its
+    own latency, it says nothing yet: it is measured once more with ``LATENCY_SPANS`` of its own latency,
+    where ``max_requests`` holds at least a quarter more requests than it had. Read again at that length, an
+    unreadable probe fell behind: its latency grew with the probe.
+    """
+    if load_axis(session.cfg) != "rate" or m.served_ratio is not None or not too_long_to_read(m):
+        return None
+    own = m.latency_p50_s or 0.0
+    if m.send_span_s is None or m.send_span_s >= LATENCY_SPANS * own:
+        return None
+    want = probe_requests(session, ask.load, own)
+    return want if want >= 1.25 * max(1, m.requests) else None
+
+
+async def _measure_ask(
+    session: EngineSession, ask: Ask, stream: str, requests: int | None = None
+) -> tuple[Point, Measurement] | None:
+    """Measure one ask on ``stream``: its point and the measurement the search judges; None if the engine died.
+
+    ``requests``: how many (else sized from the latency of the last passing probe, ``probe_requests``).
+    """
     axis = session.cfg.evidence.search.axis
-    n = probe_requests(session, ask.load, latency_estimate(session.result.points))
+    n = requests or probe_requests(session, ask.load, latency_estimate(session.result.points))
     got = await session.measure_load(
         phase="search", load=ask.load, tag=stream, requests=n, stream=stream, job=structured_load(session, ask.load)
     )

@@ -253,8 +253,9 @@ class CapacityEstimate(_Record):
 
     axis: Literal["rate", "concurrency"] = "rate"
     status: Literal["estimated", "at_least", "below", "not_measured"] = Field(
-        description="estimated: the margin crosses 0 among the loads tried; at_least: every valid probe passed; "
-        "below: every valid probe failed; not_measured: no valid probe."
+        description="estimated: the margin crosses 0 among the loads tried; at_least: every sized criterion "
+        "passed (high, if set: the lowest load above that failed without a size); below: every valid probe failed; "
+        "not_measured: no valid probe."
     )
     value: float | None = Field(default=None, description="Estimated capacity (the load where the margin is 0).")
     low: float | None = Field(default=None, description="95% interval, low end (None: unbounded or none).")
@@ -275,6 +276,10 @@ class CapacityEstimate(_Record):
     def text(self, unit: str = "req/s") -> str:
         """``"30.1 req/s [29.2, 31.0] (95%, 7 probes)"``, or what is known instead."""
         fmt = fmt_load
+        if self.status == "at_least" and self.low is not None and self.high is not None:
+            return (
+                f"≥ {fmt(self.low)} and < {fmt(self.high)} {unit} (above {fmt(self.low)} it failed only without a size)"
+            )
         if self.status == "at_least" and self.low is not None:
             return f"≥ {fmt(self.low)} {unit} (every load tried met the SLA)"
         if self.status == "below" and self.high is not None:

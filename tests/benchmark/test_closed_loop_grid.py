@@ -56,7 +56,12 @@ def test_a_failure_without_a_size_above_passing_loads_is_a_lower_bound():
 
     est = estimate_capacity([r(4, -1.0), r(8, -0.8), r(16, -0.5, censored=True)], axis="concurrency")
     assert est.status == "at_least" and est.low == pytest.approx(8) and est.value is None
-    assert est.note.startswith("the SLA failed without a size at 16 (errors or a growing queue): the capacity is at")
+    assert est.high == pytest.approx(16)  # the failure above bounds it: a bracket, not an interval
+    assert est.note.startswith("the SLA failed without a size at 16 (requests that outgrew the probe, errors or a")
+    assert est.note.endswith("the capacity is at least 8 and below 16, no interval")
     odd = estimate_capacity([r(4, -0.9, censored=True), r(8, -0.8)], axis="concurrency")
-    assert odd.status == "at_least" and odd.low == pytest.approx(8)
-    assert "at 4 (errors or a growing queue), below 8, which passed: the capacity is at least 8" in odd.note
+    assert odd.status == "at_least" and odd.low == pytest.approx(8) and odd.high is None
+    assert (
+        "at 4 (requests that outgrew the probe, errors or a growing queue), below 8, which passed: the capacity"
+        " is at least 8, no interval" in odd.note
+    )

@@ -7,6 +7,7 @@ drives it for real.
 
 import asyncio
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -239,3 +240,80 @@ def test_without_the_search_the_trials_run_at_a_fixed_number_of_streams(fake_eng
     (again,) = asyncio.run(run_benchmarks(cfg, run_dir))
     assert again.capacity.trial_load == 2.0 and representative(again, cfg).key == rep.key
     assert {p.name: p.stat().st_mtime_ns for p in (run_dir / "points").rglob("*.json")} == stored
+
+
+def test_a_probe_too_short_for_its_own_latency_is_measured_again_longer_once():
+    """Sized from the last passing load's latency, a probe whose own requests took longer could not be read."""
+    from types import SimpleNamespace
+
+    from helpers.benchmark.edge_search import Ask
+    from helpers.benchmark.evidence import _longer_for_itself
+    from helpers.benchmark.probe import Measurement
+
+    cfg = parse_config({"name": "x", "model": {"path": "tiny-llama"}, "engines": [engine("a", 2)],
+                        "evidence": {"search": {"max_requests": 1000}}})  # fmt: skip
+    session = SimpleNamespace(cfg=cfg, spec=SimpleNamespace(label="a"), say=lambda _: None)
+    ask = Ask(35.06, "e0-lo", "edge")
+
+    def m(**kw) -> Measurement:
+        base = {"load": 35.06, "axis": "rate", "ttft_p95_ms": 700.0, "requests": 541, "offered_rate": 35.0,
+                "latency_p50_s": 6.7, "send_span_s": 15.4, "steady_window_s": 8.0}  # fmt: skip
+        return Measurement(**{**base, **kw})
+
+    # SGLang on an H100 (2026-12-05): 541 requests, 15.4 s of arrivals, 6.7-s requests: four of them is 26.8 s
+    assert _longer_for_itself(session, ask, m()) == math.ceil(35.06 * 4 * 6.7)
+    # read at that length already, or the cap holds no more: an unreadable probe fell behind, no second try
+    assert _longer_for_itself(session, ask, m(requests=1000, latency_p50_s=12.8, send_span_s=26.7)) is None
+    assert _longer_for_itself(session, ask, m(send_span_s=27.0)) is None
+    # a served share was read: nothing to repeat
+    assert _longer_for_itself(session, ask, m(served_ratio=0.9, latency_p50_s=5.0)) is None
+
+
+def test_a_too_short_probe_is_measured_again_and_a_resumed_search_keeps_its_probes_as_points(
+    fake_engine, tmp_path, monkeypatch
+):
+    """The retry of a too-short probe (forced on the first), then a resume after the coarse probes.
+
+    Resumed, the probes already measured are the result's points again, and the next ones are sized from
+    them (the latency of the last that passed), as they were the first time.
+    """
+    import helpers.benchmark.evidence as evidence
+    from helpers.benchmark.evidence import latency_estimate
+
+    monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
+    asked: list[str] = []
+
+    def once(session, ask, m):  # the first probe reads as too short: 30 requests the second time
+        asked.append(ask.stream)
+        return 30 if len(asked) == 1 else None
+
+    monkeypatch.setattr(evidence, "_longer_for_itself", once)
+    cfg = config(tmp_path)
+    run_dir = tmp_path / "run"
+    (first,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    assert first.status == "ok", first.reason
+    p0 = [p for p in first.points if p.phase == "search" and p.probe["stream"] == "p0"]
+    assert len(p0) == 2 and p0[0].probe["superseded"] and not p0[1].probe["superseded"]
+    assert p0[1].requests + p0[1].errors + p0[1].incomplete == 30
+    assert (run_dir / "points" / "slots-2" / "search-p0-short-c0000.json").is_file()
+    assert [p["superseded"] for p in first.capacity.probes if p["stream"] == "p0"] == [False, True]
+
+    def n(p) -> int:
+        return p.requests + p.errors + p.incomplete
+
+    before = {p.probe["stream"]: p for p in first.points if p.phase == "search" and not p.probe["superseded"]}
+    coarse = {s for s in before if s.startswith("p")}
+    # stopped after its coarse probes: the engine's record and the edge rounds' points are not there
+    (run_dir / "engines" / "slots-2.json").unlink()
+    for f in (run_dir / "points" / "slots-2").glob("search-e*.json"):
+        f.unlink()
+    (again,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    after = {p.probe["stream"]: p for p in again.points if p.phase == "search" and not p.probe["superseded"]}
+    assert set(after) == set(before) and coarse < set(after)
+    assert all(after[s].model_dump() == before[s].model_dump() for s in coarse)  # kept, not measured again
+    assert sum(p.probe["superseded"] for p in again.points if p.phase == "search") == 1  # the short one, kept aside
+    # the first edge probe is sized from the same latency as the first time: the last coarse probe that passed
+    assert latency_estimate([p for p in again.points if p.phase != "search" or p.probe["stream"] in coarse]) == (
+        latency_estimate([p for p in first.points if p.phase != "search" or p.probe["stream"] in coarse])
+    )
+    assert n(after["e0-lo"]) == n(before["e0-lo"])
