@@ -268,10 +268,13 @@ def _longer_for_itself(session: EngineSession, ask: Ask, m: Measurement) -> int 
     A probe is sized from the latency of the last load that passed; its own requests may take longer
     (they do near the edge). Unreadable (``probe.too_long_to_read``) and under ``LATENCY_SPANS`` of its
     own latency, it says nothing yet: it is measured once more with ``LATENCY_SPANS`` of its own latency,
-    where ``max_requests`` holds at least a quarter more requests than it had. Read again at that length, an
+    where ``max_requests`` holds at least a quarter more requests than it had (plain prompts only: a
+    structured replay sets its own length). Read again at that length, an
     unreadable probe fell behind: its latency grew with the probe.
     """
     if load_axis(session.cfg) != "rate" or m.served_ratio is not None or not too_long_to_read(m):
+        return None
+    if evidence_workload(session.cfg) is not None:  # a structured replay sets its own length: no longer probe
         return None
     own = m.latency_p50_s or 0.0
     if m.send_span_s is None or m.send_span_s >= LATENCY_SPANS * own:
