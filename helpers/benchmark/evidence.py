@@ -194,12 +194,13 @@ async def search(session: EngineSession) -> CapacitySummary | None:
     """
     result = session.result
     stored = [p for p in session.stored_points("search") if p.probe and p.probe.get("stream")]
-    reuse = {p.probe["stream"]: Probe.model_validate(p.probe) for p in stored if not p.probe.get("superseded")}
     stored_at = {p.probe["stream"]: p for p in stored if not p.probe.get("superseded")}
+    reuse = {stream: Probe.model_validate(p.probe) for stream, p in stored_at.items()}
     start, why = start_of(result, session)
     machine = _edge_search(session, start, reuse, grid_readings(result, session.cfg))
-    kept_aside = [Probe.model_validate(p.probe) for p in stored if p.probe.get("superseded")]
-    result.points += [p for p in stored if p.probe.get("superseded")]
+    set_aside = [p for p in stored if p.probe.get("superseded")]
+    result.points += set_aside
+    kept_aside = [Probe.model_validate(p.probe) for p in set_aside]
     label = result.label
     session.say(f"{label}: capacity search from {start:.4g} ({why})")
     for number in itertools.count():
@@ -215,16 +216,13 @@ async def search(session: EngineSession) -> CapacitySummary | None:
             got = await _measure_ask(session, ask, ask.stream)
             if got is None:
                 return None
-            if got[1].interference:  # measured while something else loaded the machine: once more
-                first, m_first = got
-                aside = judge(m_first, session.cfg.sla, *_judging(session)).model_copy(update={"superseded": True})
-                _save_probe(session, first, aside, f"{ask.stream}-interfered")
-                kept_aside.append(aside)
+            if interference := got[1].interference:  # measured while something else loaded the machine: once more
+                kept_aside.append(_set_aside(session, got, f"{ask.stream}-interfered"))
                 waited, still = await wait_quiet(
                     session.engine_pid, session.cfg.evidence.max_other_cpu_cores, need_cores=session.load_cores
                 )
                 session.say(
-                    f"{label}: probe {ask.stream} measured under interference ({m_first.interference}); "
+                    f"{label}: probe {ask.stream} measured under interference ({interference}); "
                     + (f"measured again after {waited:.0f} s, the machine quiet" if still is None
                        else f"measured again after waiting {waited:.0f} s, still loaded ({still})")
                 )  # fmt: skip
@@ -234,9 +232,7 @@ async def search(session: EngineSession) -> CapacitySummary | None:
                     return None
             longer = _longer_for_itself(session, ask, got[1])
             if longer is not None:  # too short for its own requests' latency: once more, long enough to read
-                short, m_short = got
-                aside = judge(m_short, session.cfg.sla, *_judging(session)).model_copy(update={"superseded": True})
-                _save_probe(session, short, aside, f"{ask.stream}-short")
+                aside = _set_aside(session, got, f"{ask.stream}-short")
                 kept_aside.append(aside)
                 session.say(
                     f"{label}: probe {ask.stream} at {ask.load:.4g} was too short to read ({aside.why}); "
@@ -257,6 +253,14 @@ async def search(session: EngineSession) -> CapacitySummary | None:
     return summary
 
 
+def _set_aside(session: EngineSession, got: tuple[Point, Measurement], tag: str) -> Probe:
+    """Judge a measurement that will be made again, mark it superseded and save its point under ``tag``."""
+    point, m = got
+    aside = judge(m, session.cfg.sla, *_judging(session)).model_copy(update={"superseded": True})
+    _save_probe(session, point, aside, tag)
+    return aside
+
+
 def _judging(session: EngineSession) -> tuple[float, float | None]:
     s = session.cfg.evidence.search
     return s.min_sustained_ratio, s.max_client_lag_ms
@@ -269,8 +273,8 @@ def _longer_for_itself(session: EngineSession, ask: Ask, m: Measurement) -> int 
     (they do near the edge). Unreadable (``probe.too_long_to_read``) and under ``LATENCY_SPANS`` of its
     own latency, it says nothing yet: it is measured once more with ``LATENCY_SPANS`` of its own latency,
     where ``max_requests`` holds at least a quarter more requests than it had (plain prompts only: a
-    structured replay sets its own length). Read again at that length, an
-    unreadable probe fell behind: its latency grew with the probe.
+    structured replay sets its own length). Read again at that length, an unreadable probe fell behind:
+    its latency grew with the probe.
     """
     if load_axis(session.cfg) != "rate" or m.served_ratio is not None or not too_long_to_read(m):
         return None

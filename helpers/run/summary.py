@@ -42,7 +42,7 @@ class Recommendation(_Model):
     sentences: list[str] = Field(default_factory=list)
     evidence: str | None = Field(
         default=None,
-        description="What the measurement says of the two best (``decision.evidence.evidence_line``): 'measured, "
+        description="What the measurement says of the two best (``decision.verdict_words.evidence_line``): 'measured, "
         "+x% [...] for A', 'equivalent (±x%)', 'not conclusive', with what decided; None: an older summary.",
     )
 
