@@ -226,6 +226,7 @@ def from_capacity(result: EngineResult, cfg: PlaybookConfig) -> Representative |
         concurrency=max(1, math.floor(value)) if cap.axis == "concurrency" else None,
         capacity=capacity,
         conclusive=est.conclusive,
+        lower_bound=est.status == "at_least",
         request_rate=rate_fig,
         output_tok_s=_scaled(rate_fig, out_tokens),
         total_tok_s=_scaled(rate_fig, None if in_tokens is None or out_tokens is None else in_tokens + out_tokens),

@@ -138,7 +138,7 @@ def best_points(
                 usd_per_hour=hourly, usd_per_mtok_output=_num(cost_per_million(hourly, out or math.nan)),
                 usd_per_mtok_total=_num(cost_per_million(hourly, total or math.nan)), points=len(grid_points(r)),
                 sla_share=sla_share(r, cfg) or 0.0, meets_sla=rep.meets_sla, representative=rep.key,
-                source=rep.source, request_rate=_mean(rep.request_rate),
+                source=rep.source, request_rate=_mean(rep.request_rate), lower_bound=rep.lower_bound,
                 request_rate_low=_end(rep.request_rate, "low"), request_rate_high=_end(rep.request_rate, "high"),
                 output_tok_s_low=_end(rep.output_tok_s, "low"), output_tok_s_high=_end(rep.output_tok_s, "high"),
             )

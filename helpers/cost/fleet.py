@@ -60,12 +60,18 @@ def _by_rate(b: PricedRepresentative, demand: Demand) -> dict:
     rps, mean, lo, hi = demand.requests_per_s or 0.0, b.request_rate or 0.0, b.request_rate_low, b.request_rate_high
     conservative = lo if lo and lo > 0 else mean
     estimate = math.ceil(rps / mean)
-    sized_on = (
-        f"sized on the SLA capacity's conservative end, {conservative:.3g} req/s per replica (95% low; "
-        f"{estimate} replica(s) at the estimate {mean:.3g})"
-        if lo and lo > 0
-        else f"sized on the SLA capacity, {mean:.3g} req/s per replica (no interval)"
-    )
+    if b.lower_bound:
+        sized_on = (
+            f"sized on the SLA capacity's lower bound, {conservative:.3g} req/s per replica (the highest load that "
+            "passed: the capacity is known from below only, no estimate)"
+        )
+    elif lo and lo > 0:
+        sized_on = (
+            f"sized on the SLA capacity's conservative end, {conservative:.3g} req/s per replica (95% low; "
+            f"{estimate} replica(s) at the estimate {mean:.3g})"
+        )
+    else:
+        sized_on = f"sized on the SLA capacity, {mean:.3g} req/s per replica (no interval)"
     return {
         "needs": [math.ceil(rps / conservative)],
         "replicas_at_estimate": estimate,
@@ -111,7 +117,7 @@ def _fleet_row(
     basis = "; ".join(x for x in (demand.basis, sized["sized_on"]) if x)
     return FleetRow(
         label=r.label, engine=r.engine, family=b.family, status=r.status, meets_sla=b.meets_sla,
-        representative=b.representative, source=b.source, request_rate=b.request_rate,
+        representative=b.representative, source=b.source, request_rate=b.request_rate, lower_bound=b.lower_bound,
         demand_requests_per_s=demand.requests_per_s, replicas_low=sized["replicas_low"],
         replicas_high=sized["replicas_high"], replicas_at_estimate=sized["replicas_at_estimate"],
         concurrency=b.concurrency, output_tok_s=b.output_tok_s, ttft_ms_p95=b.ttft_ms_p95, sla_share=b.sla_share,

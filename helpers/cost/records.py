@@ -80,6 +80,7 @@ class PricedRepresentative(PricedPoint):
     output_tok_s_high: float | None = None
     request_rate_low: float | None = None
     request_rate_high: float | None = None
+    lower_bound: bool = Field(default=False, description="The representative's capacity is known from below only.")
     source: str = Field(
         default="grid",
         description="capacity (search + trials), fixed (trials at a fixed load) or grid (a schema-1 archive's point).",
@@ -106,6 +107,7 @@ class FleetRow(_Row):
     source: str = Field(default="", description="capacity, fixed or grid: the representative's source.")
     concurrency: int | None = None
     request_rate: float | None = Field(default=None, description="Sustained req/s per replica within the SLA.")
+    lower_bound: bool = Field(default=False, description="The capacity is known from below only (at least).")
     output_tok_s: float | None = None
     ttft_ms_p95: float | None = None
     sla_share: float | None = None

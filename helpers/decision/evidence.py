@@ -208,3 +208,35 @@ def same_standing(a: dict[str, Any], b: dict[str, Any], rel: float = 0.02) -> bo
     if any(x is None or (isinstance(x, float) and math.isnan(x)) for x in (oa, ob)):
         return True
     return abs(oa - ob) <= rel * max(abs(oa), abs(ob), 1e-9)
+
+
+ESTIMATES_ONLY = ", at the estimates only"
+"""What ``qualify_break_even`` adds to a break-even verdict whose order per token was not measured."""
+
+
+def qualify_break_even(rows: list[dict[str, Any]], v: EvidenceVerdict) -> list[dict[str, Any]]:
+    """The break-even rows with the verdict of the two compared configurations added where it limits them.
+
+    A break-even orders two configurations by their cost per token, which comes from their capacities'
+    estimates. When the comparison of those capacities measured no difference (not conclusive, or
+    equivalent within the margin), "never: X is not cheaper per token" holds for the estimates only, and
+    the row says so instead of reading as measured.
+    """
+    if v.verdict not in ("not_conclusive", "equivalent") or not v.faster or not v.slower:
+        return rows
+    if v.difference_pct is None:
+        said = "no interval"
+    else:
+        high = "unbounded" if v.high_pct is None else f"{v.high_pct:+.1f}%"
+        low = "unbounded" if v.low_pct is None else f"{v.low_pct:+.1f}%"
+        said = f"{v.difference_pct:+.1f}% [{low}, {high}]"
+    if v.verdict == "equivalent":
+        why = f"the two are equivalent within ±{v.margin_pct:g}% ({said}): their costs per token differ by less"
+    else:
+        why = f"their comparison is not conclusive ({said}): which is cheaper per token is not measured"
+    out = []
+    for r in rows:
+        if {r.get("harder"), r.get("easier")} == {v.faster, v.slower} and r.get("verdict"):
+            r = {**r, "verdict": f"{r['verdict']}{ESTIMATES_ONLY}; {why}"}
+        out.append(r)
+    return out

@@ -19,6 +19,7 @@ from helpers.core.config import PlaybookConfig
 from helpers.cost.compute import family_of
 from helpers.decision.choice import Choice
 from helpers.decision.departures import concurrency_evidence
+from helpers.decision.evidence import ESTIMATES_ONLY, qualify_break_even
 from helpers.decision.scores import rank_candidates
 from helpers.decision.tree import (
     DISPLAY,
@@ -109,7 +110,8 @@ def config_warnings(cfg: PlaybookConfig, profile: Any, tree_family: str, results
 def _evidence(fleet: pd.DataFrame, scores: list[EngineScore], sla: float) -> list[dict[str, Any]]:
     """Collect the rounded measured numbers per configuration (what the sentences quote)."""
     total = {s.label: s.total for s in scores}
-    keep = ["label", "representative", "source", "family", "status", "concurrency", "request_rate", "output_tok_s",
+    keep = ["label", "representative", "source", "family", "status", "concurrency", "request_rate", "lower_bound",
+            "output_tok_s",
             "ttft_ms_p95", "sla_share",
             "usd_per_mtok_output", "priced_as", "price_per_hour", "demand_output_tok_s", "demand_concurrency",
             "gpus", "gpu_monthly_usd", "ops_monthly_usd", "tco_monthly_usd", "build_s"]  # fmt: skip
@@ -124,6 +126,9 @@ def _evidence(fleet: pd.DataFrame, scores: list[EngineScore], sla: float) -> lis
 def _load(row: dict[str, Any]) -> str:
     """Where a configuration's figure was measured: at its SLA capacity (req/s) or at a concurrency."""
     if row.get("source") == "capacity" and row.get("request_rate") is not None:
+        if row.get("lower_bound"):
+            rate = _f("request_rate", row["request_rate"])
+            return f"at the highest load it passed ({rate} req/s served; its capacity is at least that)"
         return f"at its SLA capacity ({_f('request_rate', row['request_rate'])} req/s served)"
     if row.get("source") == "fixed":
         return f"in its trials at a fixed concurrency of {_f('concurrency', row['concurrency'])}"
@@ -139,7 +144,9 @@ def _boundary(primary: str, backup: str | None, be: list[dict[str, Any]]) -> str
         if b["harder"] == primary:
             return f"it pays for its extra operations over `{b['easier']}` only above {t} output tok/s sustained"
         return f"`{b['harder']}` would pay for its extra operations above {t} output tok/s sustained"
-    return "no faster-but-harder configuration pays off, so the choice rests on the tree and the SLA"
+    unmeasured = any(primary in (b["harder"], b["easier"]) and ESTIMATES_ONLY in (b.get("verdict") or "") for b in be)
+    at = " at the estimates (their difference is not measured)" if unmeasured else ""
+    return f"no faster-but-harder configuration pays off{at}, so the choice rests on the tree and the SLA"
 
 
 def _named(row: dict[str, Any]) -> str:
@@ -180,9 +187,10 @@ def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineSc
         f"${_f('usd_per_mtok_output', p['usd_per_mtok_output'])}/M output tokens"
     )
     if b and b["output_tok_s"] is not None and b["usd_per_mtok_output"] is not None:
+        least, most = ("at least ", "at most ") if b.get("lower_bound") else ("", "")
         meas += (
-            f", against {_f('output_tok_s', b['output_tok_s'])} tok/s and "
-            f"${_f('usd_per_mtok_output', b['usd_per_mtok_output'])}/M for `{b['label']}`"
+            f", against {least}{_f('output_tok_s', b['output_tok_s'])} tok/s and "
+            f"{most}${_f('usd_per_mtok_output', b['usd_per_mtok_output'])}/M for `{b['label']}`"
         )
     out.append(meas + ".")
     if res["overruled"]:
@@ -336,6 +344,7 @@ def build_answer(
     fam_ok = [s for s in scores if s.eligible and s.family == tree_family]
     overruled = primary is not None and primary.family != tree_family and bool(fam_ok)
     be_rows = [{k: _r(k, v) for k, v in row.items()} for row in be.to_dict("records")] if not be.empty else []
+    be_rows = qualify_break_even(be_rows, verdict)
     res: dict[str, Any] = {
         "steps": steps,
         "tree_family": tree_family,

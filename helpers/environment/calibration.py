@@ -1,20 +1,25 @@
 """Calibration of the capacity prediction against the archived runs: predicted ÷ measured, by engine and shape.
 
-For every archived run folder (``reports/h200-*``: its ``config.yaml`` and ``engines/*.json``) the raw
-prediction (``helpers.environment.prediction``, no calibration) is made again for the GPU the run
+For every archived run folder (``reports/<gpu>-<date>-*``: its ``config.yaml`` and ``engines/*.json``) the
+raw prediction (``helpers.environment.prediction``, no calibration) is made again for the GPU the run
 measured on, and set against the measured SLA capacity (``prediction_check.measured_capacity``). A run
 that copied another's measurement (the same engine, model and capacity) counts once.
 
-Per engine, the factor is the median of measured ÷ predicted; the table also gives, per row, the
-calibrated error with the factor of the *other* rows of that engine (leave one out), which is the
-error the next prediction can expect. ``scripts/calibrate_predictions.py`` writes the factors to
-``helpers/data/prediction_calibration.yaml`` and the table to ``docs/measurements/prediction-vs-measured.md``.
+Per engine, the factor is the median of measured ÷ predicted over the measurements judged by the current
+sustained test where the engine has any (``CalibrationRow.current_test``: the probes kept their requests'
+send and finish times, so a re-rendered run judged them again), else over all of them. The older
+sustained test read capacities low: on the H200, 26-30 req/s for the 8B shape on vLLM and SGLang, below
+what an H100 (less memory bandwidth, the same compute) sustained under the current test, 36.2 req/s
+(``h100-20261205-chat-8b-paired``). The table gives, per row, the calibrated error with the factor the
+other rows give by the same rule (leave one out), which is the error the next prediction can expect.
+``scripts/calibrate_predictions.py`` writes the factors to ``helpers/data/prediction_calibration.yaml`` and
+the table to ``docs/measurements/prediction-vs-measured.md``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import statistics
+import json
 from pathlib import Path
 
 import yaml
@@ -24,7 +29,7 @@ from helpers.core.config import PlaybookConfig
 from helpers.core.config_engines import EngineSpec, Knobs
 from helpers.core.paths import REPORTS_DIR
 from helpers.core.text import label_slug
-from helpers.environment.prediction import CalibrationFactor, CalibrationTable, predict_config
+from helpers.environment.prediction import CalibrationMeasurement, CalibrationTable, factor_from, predict_config
 from helpers.environment.prediction_check import GOAL, measured_capacity, predicted_on_axis
 from helpers.environment.records import EnvironmentRecord
 from helpers.launchers.config_check import load_config
@@ -51,13 +56,21 @@ class CalibrationRow(BaseModel):
     high: float | None = None
     interval: str = ""
     converged: bool = False
+    current_test: bool = Field(
+        default=False,
+        description="Every search probe kept its requests' send and finish times: the current sustained test "
+        "judged them (older archives keep the verdict of the test they were measured with).",
+    )
     ratio: float = Field(description="predicted ÷ measured, raw model.")
     duplicate_of: str | None = Field(default=None, description="The run whose measurement this one copies.")
     loo_ratio: float | None = Field(default=None, description="Calibrated ÷ measured, factor of the other rows.")
 
 
-def archived_runs(reports_dir: Path = REPORTS_DIR, pattern: str = "h200-*") -> list[Path]:
-    """Run folders under ``reports_dir`` matching ``pattern`` that have a config and engine results."""
+def archived_runs(reports_dir: Path = REPORTS_DIR, pattern: str = "*") -> list[Path]:
+    """Run folders under ``reports_dir`` matching ``pattern`` that have a config and engine results.
+
+    A run on a machine without a GPU spec (a CPU run) gives no rows: its prediction is not available.
+    """
     return sorted(
         p for p in Path(reports_dir).glob(pattern) if (p / "config.yaml").is_file() and (p / "engines").is_dir()
     )
@@ -106,6 +119,7 @@ def run_rows(run_dir: Path) -> list[CalibrationRow]:
                 high=m.high,
                 interval=m.interval,
                 converged=m.converged,
+                current_test=_judged_now(run_dir, r.label),
                 ratio=value / m.value,
             )
         )
@@ -124,6 +138,13 @@ def _spec_from_result(r: EngineResult) -> EngineSpec | None:
     except ValueError:
         return None
     return EngineSpec.model_construct(label=r.label, engine=r.engine, knobs=k)
+
+
+def _judged_now(run_dir: Path, label: str) -> bool:
+    """Whether every search probe of ``label`` kept its requests' times (what the current sustained test reads)."""
+    folder = Path(run_dir) / "points" / label_slug(label)
+    probes = sorted(folder.glob("search-*.json")) if folder.is_dir() else []
+    return bool(probes) and all(json.loads(f.read_text(encoding="utf-8")).get("request_times") for f in probes)
 
 
 def _points_fingerprint(run_dir: Path, label: str) -> str | None:
@@ -154,10 +175,10 @@ def calibration_rows(run_dirs: list[Path]) -> list[CalibrationRow]:
             row.duplicate_of = seen.get(key)
             seen.setdefault(key, row.run)
             rows.append(row)
-    unique = [r for r in rows if r.duplicate_of is None]
+    table = engine_factors(rows, "", "")
     for row in rows:
-        others = [1 / o.ratio for o in unique if o.engine == row.engine and not _same(o, row)]
-        row.loo_ratio = row.ratio * statistics.median(others) if others else None
+        f = table.without(row.duplicate_of or row.run).engines.get(row.engine)
+        row.loo_ratio = row.ratio * f.factor if f is not None else None
     return rows
 
 
@@ -169,23 +190,26 @@ def _same(a: CalibrationRow, b: CalibrationRow) -> bool:
 
 
 def engine_factors(rows: list[CalibrationRow], as_of: str, source: str) -> CalibrationTable:
-    """Per engine: the median of measured ÷ predicted over its distinct measurements."""
-    by_engine: dict[str, list[CalibrationRow]] = {}
+    """Per engine: its factor by ``prediction.factor_from``'s rule over its distinct measurements.
+
+    Each measurement lists the runs that hold it, so that a run rendered again leaves its own out.
+    """
+    by_engine: dict[str, list[CalibrationMeasurement]] = {}
     for r in rows:
         if r.duplicate_of is None:
-            by_engine.setdefault(r.engine, []).append(r)
-    factors = {}
-    for engine, rs in sorted(by_engine.items()):
-        inv = [1 / r.ratio for r in rs]
-        factors[engine] = CalibrationFactor(
-            factor=round(statistics.median(inv), 4),
-            runs=len(rs),
-            low=round(min(inv), 4),
-            high=round(max(inv), 4),
-            shapes=sorted({r.shape for r in rs}),
-            gpus=sorted({r.gpu for r in rs}),
-        )
-    return CalibrationTable(as_of=as_of, source=source, engines=factors)
+            copies = [c.run for c in rows if c.duplicate_of == r.run and _same(c, r) and c.run != r.run]
+            by_engine.setdefault(r.engine, []).append(
+                CalibrationMeasurement(
+                    runs=[r.run, *copies],
+                    label=r.label,
+                    shape=r.shape,
+                    gpu=r.gpu,
+                    ratio=round(1 / r.ratio, 4),
+                    current_test=r.current_test,
+                )  # fmt: skip
+            )
+    factors = {engine: factor_from(ms) for engine, ms in sorted(by_engine.items())}
+    return CalibrationTable(as_of=as_of, source=source, engines={k: f for k, f in factors.items() if f is not None})
 
 
 def calibration_yaml(table: CalibrationTable) -> str:
@@ -219,50 +243,62 @@ def markdown(rows: list[CalibrationRow], table: CalibrationTable) -> str:
         f"Generated by `scripts/calibrate_predictions.py` ({table.as_of}) from {table.source}. The prediction is",
         "step 4's stated batching model (`helpers/environment/prediction.py`, module docstring) on datasheet",
         "peaks; the measurement is step 5's SLA capacity search (`engines/<label>.json`, `capacity`; interval:",
-        "the search's bracket, or the capacity interval where the record has one). Ratios are predicted ÷",
-        "measured; leave-one-out applies the median factor of the engine's *other* measurements.",
+        'the search\'s bracket, or the capacity interval where the record has one; "at least": a lower bound, its',
+        "value the highest load that passed). Ratios are predicted ÷ measured.",
+        "",
+        "**Which measurements calibrate.** Per engine, the factor is the median measured ÷ predicted over the",
+        'measurements the current sustained test judged ("sustained test: current": every probe kept its',
+        "requests' send and finish times), where the engine has any; else over all of them. The older test read",
+        "capacities low: on the H200 it put the 8B shape at 26-30 req/s on vLLM and SGLang, below the 33.9-37.4",
+        "req/s an H100 sustained under the current test (`h100-20261205-chat-8b-paired`), though the H100 has",
+        "less memory bandwidth (3.35 against 4.8 TB/s) and the same compute. Leave-one-out applies the factor the",
+        "engine's *other* measurements give by the same rule: the error the next prediction can expect.",
         "",
         f"**Goal: within ±{GOAL:.0%}. As measured:** raw model {raw_in} of {len(unique)} distinct measurements; "
-        f"calibrated (leave one out) {loo_in} of {len(loo)} that have another measurement of the same engine.",
+        f"calibrated (leave one out) {loo_in} of {len(loo)} that have another measurement of the same engine"
+        f"{_h200_goal(unique)}.",
         "",
-        "| run | configuration | engine | shape | measured (interval) | predicted raw | raw ÷ measured | "
-        "calibrated ÷ measured (leave one out) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run | configuration | engine | shape | GPU | sustained test | measured (interval) | predicted raw | "
+        "raw ÷ measured | calibrated ÷ measured (leave one out) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         unit = "req/s" if r.axis == "rate" else "streams"
         interval = f"{_f(r.low)}–{_f(r.high)}, {r.interval}{'' if r.converged else ', not converged'}"
         copy = f" (copy of {r.duplicate_of})" if r.duplicate_of else ""
+        test = "current" if r.current_test else "older"
         lines.append(
-            f"| {r.run}{copy} | {r.label} | {r.engine} | {r.shape} | {r.measured:.2f} {unit} ({interval}) | "
-            f"{r.predicted:.2f} | {r.ratio:.2f} | {_f(r.loo_ratio)} |"
+            f"| {r.run}{copy} | {r.label} | {r.engine} | {r.shape} | {r.gpu} | {test} | {r.measured:.2f} {unit} "
+            f"({interval}) | {r.predicted:.2f} | {r.ratio:.2f} | {_f(r.loo_ratio)} |"
         )
     lines += [
         "",
         "## By engine and model shape (distinct measurements)",
         "",
-        "| engine | shape | measurements | raw ÷ measured | calibrated ÷ measured (leave one out) |",
-        "|---|---|---|---|---|",
+        "| engine | shape | GPU | sustained test | measurements | raw ÷ measured | "
+        "calibrated ÷ measured (leave one out) |",
+        "|---|---|---|---|---|---|---|",
     ]
-    groups: dict[tuple[str, str], list[CalibrationRow]] = {}
+    groups: dict[tuple[str, str, str, str], list[CalibrationRow]] = {}
     for r in unique:
-        groups.setdefault((r.engine, r.shape), []).append(r)
-    for (engine, shape), rs in sorted(groups.items()):
+        groups.setdefault((r.engine, r.shape, r.gpu, "current" if r.current_test else "older"), []).append(r)
+    for (engine, shape, gpu, test), rs in sorted(groups.items()):
         loo_g = [r.loo_ratio for r in rs if r.loo_ratio is not None]
         lines.append(
-            f"| {engine} | {shape} | {len(rs)} | {_span([r.ratio for r in rs])} | {_span(loo_g) if loo_g else '—'} |"
+            f"| {engine} | {shape} | {gpu} | {test} | {len(rs)} | {_span([r.ratio for r in rs])} | "
+            f"{_span(loo_g) if loo_g else '—'} |"
         )
     lines += [
         "",
         "## Calibration factors (measured ÷ predicted, median per engine)",
         "",
-        "| engine | factor | distinct measurements | range | shapes | GPUs |",
-        "|---|---|---|---|---|---|",
+        "| engine | factor | distinct measurements | range | shapes | GPUs | basis |",
+        "|---|---|---|---|---|---|---|",
     ]
     for engine, f in table.engines.items():
         lines.append(
             f"| {engine} | {f.factor:.3f} | {f.runs} | {f.low:.3f}–{f.high:.3f} | {', '.join(f.shapes)} | "
-            f"{', '.join(f.gpus)} |"
+            f"{', '.join(f.gpus)} | {f.basis} |"
         )
     lines += [
         "",
@@ -271,6 +307,15 @@ def markdown(rows: list[CalibrationRow], table: CalibrationTable) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _h200_goal(unique: list[CalibrationRow]) -> str:
+    """The goal on the H200 rows alone (the issue's table), when there are other GPUs' rows too."""
+    h200 = [r for r in unique if r.gpu.startswith("H200") and r.loo_ratio is not None]
+    if not h200 or len(h200) == len([r for r in unique if r.loo_ratio is not None]):
+        return ""
+    n = sum(abs((r.loo_ratio or 0) - 1) <= GOAL for r in h200)
+    return f" (on the H200: {n} of {len(h200)})"
 
 
 def calibrate(run_dirs: list[Path]) -> tuple[list[CalibrationRow], CalibrationTable]:

@@ -20,10 +20,11 @@ The batching model (stated; every figure in ``prediction.json`` comes from it):
    ``TTFT p95(λ) = t_p + t(B(λ)) + 3·W``. **SLA capacity** is the highest ``λ`` whose TTFT p95 is
    within the limit; the requests in flight there are ``B(λ) + λ·W`` (Little's law).
 5. **Calibration**: datasheet peaks are not reached. ``helpers/data/prediction_calibration.yaml``
-   holds, per engine, the median of measured ÷ predicted SLA capacity over the archived H200 runs
+   holds, per engine, the median of measured ÷ predicted SLA capacity over the archived GPU runs that
+   the current sustained test judged, where the engine has any, else over all of its archived runs
    (``helpers.environment.calibration``, ``docs/measurements/prediction-vs-measured.md``); a
-   prediction for that engine is multiplied by it and says so. Engines without archived runs get the
-   raw figure.
+   prediction for that engine is multiplied by it and says so, basis and all. Engines without archived
+   runs get the raw figure.
 
 CPU engines get no prediction: there is no GPU model for a CPU engine (no datasheet bandwidth and
 FLOP/s of its cores here), and the record says so; step 5 measures them.
@@ -31,6 +32,7 @@ FLOP/s of its cores here), and the record says so; step 5 measures them.
 
 from __future__ import annotations
 
+import statistics
 from functools import lru_cache
 from pathlib import Path
 
@@ -62,6 +64,19 @@ BATCHING_MODEL = (
 )
 
 
+class CalibrationMeasurement(BaseModel):
+    """One archived measured capacity behind a factor: measured ÷ predicted, and the runs that hold it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runs: list[str] = Field(min_length=1, description="The run that measured it, then any run that copied it.")
+    label: str
+    shape: str
+    gpu: str
+    ratio: float = Field(gt=0, description="Measured ÷ predicted (raw model).")
+    current_test: bool = Field(default=False, description="The current sustained test judged its probes.")
+
+
 class CalibrationFactor(BaseModel):
     """Measured ÷ predicted SLA capacity of one engine over the archived runs."""
 
@@ -73,6 +88,40 @@ class CalibrationFactor(BaseModel):
     high: float = Field(description="Largest.")
     shapes: list[str] = Field(default_factory=list, description="Model shapes measured.")
     gpus: list[str] = Field(default_factory=list, description="GPUs measured on.")
+    basis: str = Field(default="", description="Which archived measurements the factor is the median of, and why.")
+    measurements: list[CalibrationMeasurement] = Field(
+        default_factory=list, description="Every distinct measurement of the engine, those left out by the rule too."
+    )
+
+
+def factor_from(measurements: list[CalibrationMeasurement]) -> CalibrationFactor | None:
+    """One engine's factor, the median of measured ÷ predicted; None without a measurement.
+
+    The median runs over the measurements the current sustained test judged, where there are any, else over
+    all of them (the older test read capacities low: ``helpers.environment.calibration``).
+    """
+    if not measurements:
+        return None
+    used = [m for m in measurements if m.current_test] or measurements
+    inv = [m.ratio for m in used]
+    left = len(measurements) - len(used)
+    if left:
+        basis = (
+            f"measurements judged by the current sustained test only ({left} older one(s) left out: the older "
+            "test read capacities low)"
+        )
+    else:
+        basis = "all judged by the current sustained test" if used[0].current_test else "all judged by older tests"
+    return CalibrationFactor(
+        factor=round(statistics.median(inv), 4),
+        runs=len(used),
+        low=round(min(inv), 4),
+        high=round(max(inv), 4),
+        shapes=sorted({m.shape for m in used}),
+        gpus=sorted({m.gpu for m in used}),
+        basis=basis,
+        measurements=measurements,
+    )
 
 
 class CalibrationTable(BaseModel):
@@ -83,6 +132,22 @@ class CalibrationTable(BaseModel):
     as_of: str
     source: str
     engines: dict[str, CalibrationFactor] = Field(default_factory=dict)
+
+    def without(self, run: str) -> CalibrationTable:
+        """The table with the measurements ``run`` holds (its own or copied) left out.
+
+        A run rendered again from its points is then not predicted from its own measurement; the table is
+        unchanged for a run it does not hold.
+        """
+        engines = {}
+        for name, f in self.engines.items():
+            left = [m for m in f.measurements if run not in m.runs]
+            g = f if len(left) == len(f.measurements) else factor_from(left)
+            if g is not None and g is not f:
+                g.basis += f"; {run}'s own measurement left out"
+            if g is not None:
+                engines[name] = g
+        return self.model_copy(update={"engines": engines})
 
 
 def load_calibration(path: str | Path | None = None) -> CalibrationTable:
@@ -153,10 +218,11 @@ def _calibrate(pred: ConfigPrediction, table: CalibrationTable | None) -> None:
         pred.capacity_requests_per_s, pred.capacity_concurrency = pred.sla_requests_per_s, pred.sla_concurrency
         return
     pred.calibration_factor = f.factor
+    basis = f"; {f.basis}" if f.basis else ""
     pred.calibration_basis = (
         f"× {f.factor:.2f}: median measured ÷ predicted of {f.runs} archived {pred.engine} capacities "
-        f"({', '.join(f.shapes)} on {', '.join(f.gpus)}; range {f.low:.2f}-{f.high:.2f}; as of {table.as_of}, "
-        f"{CALIBRATION_DOCS})"
+        f"({', '.join(f.shapes)} on {', '.join(f.gpus)}; range {f.low:.2f}-{f.high:.2f}{basis}; as of "
+        f"{table.as_of}, {CALIBRATION_DOCS})"
     )
     if pred.gpu not in f.gpus:
         pred.notes.append(f"the factor was measured on {', '.join(f.gpus)}, not on {pred.gpu}: applied as it is")

@@ -32,7 +32,9 @@ class MeasuredCapacity(BaseModel):
     value: float = Field(gt=0)
     low: float | None = None
     high: float | None = None
-    interval: str = Field(description="capacity interval, search bracket, or none.")
+    interval: str = Field(
+        description="capacity interval (95%), at least (a lower bound, bracketed or not), search bracket, or none."
+    )
     converged: bool = False
 
 
@@ -61,7 +63,9 @@ def measured_capacity(result: EngineResult) -> MeasuredCapacity | None:
         return None
     est = cap.estimate
     low, high = (est.low, est.high) if est is not None else (None, None)
-    if low is not None or high is not None:
+    if est is not None and est.status == "at_least":
+        interval = "at least (failures above without a size)" if high is not None else "at least (every load passed)"
+    elif low is not None or high is not None:
         interval = "capacity interval (95%)"
     else:
         low, high = cap.bracket_low, cap.bracket_high

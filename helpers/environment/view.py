@@ -131,13 +131,14 @@ def show_memory_plan(ctx: Context, rec: MemoryPlanRecord) -> None:
 def predict(ctx: Context, inv: Inventory) -> PredictionRecord:
     """Step 4: every configuration's predicted peak throughput and SLA capacity on the plan's GPU; saved.
 
-    Calibrated by the engine's factor from the archived runs where one is recorded (each row says so).
+    Calibrated by the engine's factor from the archived runs where one is recorded (each row says so), less
+    this run's own measurements when it is one of them (an archive rendered again from its points).
     """
     gpu, planned_for = _gpu_for_plan(ctx, inv)
     spec = gpu if isinstance(gpu, GpuSpec) else None
     if spec is None:
         planned_for = f"{planned_for}: no datasheet figures for it in helpers/data/gpu_specs.yaml"
-    rec = predict_run(ctx.cfg, spec, planned_for, load_calibration())
+    rec = predict_run(ctx.cfg, spec, planned_for, load_calibration().without(ctx.folder.run_id))
     ctx.folder.save(rec)
     return rec
 

@@ -105,7 +105,8 @@ def _deciding_rows(summary: RunSummary) -> list[tuple[str, str, str, str]]:
             rows.append((e.label, "not measured", e.status or "", e.reason or ""))
             continue
         rate = rep.request_rate.text("{:,.2f}") + " req/s" if rep.request_rate else "–"
-        usd = f"${e.usd_per_mtok_output:,.3f} per M output tokens" if e.usd_per_mtok_output is not None else "–"
+        most = "at most " if rep.lower_bound else ""
+        usd = f"{most}${e.usd_per_mtok_output:,.3f} per M output tokens" if e.usd_per_mtok_output is not None else "–"
         what = {
             "capacity": _capacity_words(rep),
             "fixed": f"trials at a fixed {rep.concurrency} streams",
@@ -125,6 +126,13 @@ def _capacity_words(rep: Representative) -> str:
     fmt = "{:,.3g}"
     if cap.low is None:
         return f"SLA capacity {fmt.format(cap.mean)} {unit} (no interval)"
+    if rep.lower_bound:
+        above = (
+            "every load tried passed"
+            if cap.high is None
+            else f"below {fmt.format(cap.high)}: no readable probe between"
+        )
+        return f"SLA capacity at least {fmt.format(cap.low)} {unit} ({above}; {cap.n} probes, not an interval)"
     high = "unbounded" if cap.high is None else fmt.format(cap.high)
     sure = "" if rep.conclusive else ", wider than asked"
     return f"SLA capacity {fmt.format(cap.mean)} [{fmt.format(cap.low)}, {high}] {unit} (95%, {cap.n} probes{sure})"

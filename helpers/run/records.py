@@ -6,6 +6,7 @@ lost when a later point or engine fails, and a re-run resumes from what is alrea
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -197,11 +198,20 @@ class Figure(_Record):
         return None if self.low is None or self.high is None else (self.high - self.low) / 2
 
     def text(self, fmt: str = "{:,.0f}") -> str:
-        """``mean ± half width (n trials)``, or the mean alone for a single sample."""
-        hw = self.half_width
-        if hw is None or self.n < 2:
+        """``mean ± half width (n=…)`` where the interval is symmetric about the mean, else its ends written out.
+
+        ``mean [low, high]`` (a bootstrap's), ``≥ low and < high`` (a capacity known from below, whose mean is
+        its lower end): never a ``±`` for ends the interval does not have; the mean alone for a single sample.
+        """
+        if self.n < 2 or self.low is None:
             return fmt.format(self.mean) + (" (1 sample)" if self.n == 1 else "")
-        return f"{fmt.format(self.mean)} ± {fmt.format(hw)} (n={self.n})"
+        f, n, at_low = fmt.format, f"(n={self.n})", math.isclose(self.mean, self.low, rel_tol=1e-9, abs_tol=1e-12)
+        high = "unbounded" if self.high is None else f(self.high)
+        if at_low and (self.high is None or self.high > self.low):
+            return f"≥ {f(self.low)} {n}" if self.high is None else f"≥ {f(self.low)} and < {high} {n}"
+        if self.high is not None and abs(self.high + self.low - 2 * self.mean) <= 0.1 * (self.high - self.low):
+            return f"{f(self.mean)} ± {f((self.high - self.low) / 2)} {n}"
+        return f"{f(self.mean)} [{f(self.low)}, {high}] {n}"
 
 
 class Representative(_Record):
@@ -220,6 +230,9 @@ class Representative(_Record):
         default=None, description="The SLA capacity on the search's axis (req/s or streams), with its 95% interval."
     )
     conclusive: bool = Field(default=False, description="The capacity's interval is within the half-width asked for.")
+    lower_bound: bool = Field(
+        default=False, description="The capacity is known from below only: the highest load passed."
+    )
     request_rate: Figure | None = Field(
         default=None, description="Sustained request rate (req/s): at the capacity, or the fixed-load trials'."
     )

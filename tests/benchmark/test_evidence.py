@@ -135,7 +135,9 @@ def test_two_engines_on_the_same_streams_get_a_capacity_an_interval_and_a_paired
     progress = Tracker()
     for ev in events:
         progress.apply(ev)
-    probes = [p for r in (two, three) for p in r.points if p.phase == "search"]
+    # a probe measured again (interference on a busy machine, or too short to read) is one unit: its first
+    # measurement is kept aside as superseded (on 2026-12-05, beside other loads, 5 of 23 points were)
+    probes = [p for r in (two, three) for p in r.points if p.phase == "search" and not p.probe["superseded"]]
     done = Counter(progress.units[k].kind for k, s in progress.state.items() if s == "done")
     assert done["probe"] == len(probes) and done["cold"] == 2 and done["sweep"] == 2
     assert progress.finished == progress.total == sum(done.values()) and progress.ended

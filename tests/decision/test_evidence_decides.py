@@ -9,6 +9,7 @@ from decision_data import cfg
 from decision_data import decide_measured as decide
 from fakes.sim_engine import searched_result
 
+from helpers.cost.analysis import analyse
 from helpers.run.records import CapacitySummary, EngineResult, Point
 
 PROFILE = {"format": "csv", "source": "trace.csv", "peak_requests_per_s": 2.0, "output_tokens_mean": 256}
@@ -120,3 +121,44 @@ def test_the_rubric_and_its_weights_are_in_the_decision():
     d = decide([a], config([("vllm-a", "vllm")]), PROFILE)
     assert set(d.rubric["weights"]) == {"hardware", "stability", "workload", "team", "cost", "sla"}
     assert abs(sum(d.rubric["weights"].values()) - 1.0) < 1e-9
+
+
+def test_a_capacity_known_from_below_is_worded_as_a_bound_and_qualifies_the_break_even():
+    # sglang-a passed every load its budget reached (a lower bound); vllm-b has an estimate: not conclusive, so
+    # the sentence gives sglang-a's figures as "at least" / "at most", and the break-even's "never" is the
+    # estimates' only
+    low = searched_result("sglang-a", "sglang", 5.0, seed=1, traffic_seed=7, max_probes=1, edge_rounds_min=0,
+                          edge_rounds_max=0)  # fmt: skip
+    est = searched_result("vllm-b", "vllm", 4.0, seed=2, traffic_seed=7)
+    sections = {
+        **STABLE_SMALL_TEAM,
+        "cost": {"gpu": "H200-SXM-141GB", "ops_hours_per_month": {"sglang": 30, "vllm": 1}},
+    }
+    cfg_ = config([("sglang-a", "sglang"), ("vllm-b", "vllm")], **sections)
+    d = decide([low, est], cfg_, PROFILE)
+    assert d.verdict.verdict == "not_conclusive" and d.primary == "vllm-b" and d.backup == "sglang-a"
+    backup = next(e for e in d.evidence if e["label"] == "sglang-a")
+    assert backup["lower_bound"] is True
+    fleet = {f.label: f for f in analyse([low, est], cfg_, PROFILE).fleet}
+    assert "sized on the SLA capacity's lower bound" in fleet["sglang-a"].sizing_basis
+    assert "95% low" not in fleet["sglang-a"].sizing_basis and "95% low" in fleet["vllm-b"].sizing_basis
+    assert f"against at least {backup['output_tok_s']:,.0f} tok/s and at most $" in d.sentences[2]
+    (row,) = [b for b in d.break_even if {b["harder"], b["easier"]} == {"sglang-a", "vllm-b"}]
+    assert row["verdict"].startswith("never: sglang-a is not cheaper per token than vllm-b, at the estimates only")
+    assert "their comparison is not conclusive (" in row["verdict"] and "is not measured" in row["verdict"]
+    assert "no faster-but-harder configuration pays off at the estimates (their difference is not measured)" in (
+        " ".join(d.sentences)
+    )
+
+
+def test_a_measured_difference_leaves_the_break_even_as_it_is():
+    fast = searched_result("sglang-fast", "sglang", 8.0, seed=3, traffic_seed=9)
+    slow = searched_result("vllm-slow", "vllm", 4.0, seed=4, traffic_seed=9)
+    sections = {
+        **STABLE_SMALL_TEAM,
+        "cost": {"gpu": "H200-SXM-141GB", "ops_hours_per_month": {"sglang": 30, "vllm": 1}},
+    }
+    d = decide([fast, slow], config([("sglang-fast", "sglang"), ("vllm-slow", "vllm")], **sections), PROFILE)
+    assert d.verdict.verdict == "measured"
+    assert d.break_even and not any("at the estimates only" in b["verdict"] for b in d.break_even)
+    assert not any(e["lower_bound"] for e in d.evidence)

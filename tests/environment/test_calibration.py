@@ -1,4 +1,4 @@
-"""The calibration against the archived H200 runs: the committed factors and docs page are what the archives give."""
+"""The calibration against the archived GPU runs: the committed factors and docs page are what the archives give."""
 
 import pytest
 
@@ -29,16 +29,41 @@ def test_every_archived_measured_capacity_is_a_row(calibrated):
         ("h200-20261201-chat-8b-lmdeploy", "vllm"): "h200-20261201-chat-8b-capacity",
         ("h200-20261201-chat-8b-lmdeploy", "sglang"): "h200-20261201-chat-8b-capacity",
     }
-    assert all(r.axis == "rate" and r.gpu == "H200-SXM-141GB" and r.ratio > 1 for r in rows)  # peaks are optimistic
+    assert ("h100-20261205-chat-8b-paired", "vllm", "llama-3.1-8b") in got  # other GPUs' runs are rows too
+    assert {r.gpu for r in rows} == {"H200-SXM-141GB", "H100-SXM5-80GB"}
+    assert all(r.axis == "rate" and r.ratio > 1 for r in rows)  # peaks are optimistic
+
+
+def test_only_the_runs_whose_probes_kept_their_request_times_count_as_the_current_test(calibrated):
+    rows, _ = calibrated
+    current = {(r.run, r.engine) for r in rows if r.current_test}
+    assert current == {("h100-20261205-chat-8b-paired", "vllm"), ("h100-20261205-chat-8b-paired", "sglang")}
+    bound = next(r for r in rows if r.run == "h100-20261205-chat-8b-paired" and r.engine == "sglang")
+    assert bound.interval.startswith("at least") and bound.measured == bound.low  # a lower bound, not an estimate
+
+
+def test_the_factor_comes_from_the_current_test_where_an_engine_has_one(calibrated):
+    rows, table = calibrated
+    paired = {r.engine: r for r in rows if r.current_test}
+    for engine in ("vllm", "sglang"):
+        f = table.engines[engine]
+        assert f.runs == 1 and f.factor == pytest.approx(1 / paired[engine].ratio, abs=1e-4)
+        assert f.basis.startswith("measurements judged by the current sustained test only")
+    lm = table.engines["lmdeploy"]  # no current measurement: all of its (older) ones
+    assert lm.basis == "all judged by older tests" and lm.runs == 1
 
 
 def test_leave_one_out_uses_only_the_other_measurements(calibrated):
     rows, table = calibrated
     lm = next(r for r in rows if r.engine == "lmdeploy")
     assert lm.loo_ratio is None and table.engines["lmdeploy"].runs == 1
+    # an older row: the factor of the current measurement (the rule the next prediction follows)
     v70 = next(r for r in rows if r.engine == "vllm" and "70b" in r.shape)
-    others = sorted(1 / r.ratio for r in rows if r.engine == "vllm" and r.duplicate_of is None and r is not v70)
-    assert len(others) == 3 and v70.loo_ratio == pytest.approx(v70.ratio * others[1])
+    now = next(r for r in rows if r.engine == "vllm" and r.current_test)
+    assert v70.loo_ratio == pytest.approx(v70.ratio / now.ratio, rel=1e-3)  # factors kept to 4 decimals
+    # the current row itself: no other current one, so the median of the older distinct measurements
+    others = sorted(1 / r.ratio for r in rows if r.engine == "vllm" and r.duplicate_of is None and r is not now)
+    assert len(others) == 7 and now.loo_ratio == pytest.approx(now.ratio * others[3], rel=1e-3)
 
 
 def test_the_committed_files_are_not_stale(calibrated):
@@ -47,3 +72,18 @@ def test_the_committed_files_are_not_stale(calibrated):
         "run scripts/calibrate_predictions.py"
     )
     assert DOCS_PAGE.read_text(encoding="utf-8") == markdown(rows, table), "run scripts/calibrate_predictions.py"
+
+
+def test_a_run_rendered_again_is_not_predicted_from_its_own_measurement(calibrated):
+    _, table = calibrated
+    assert table.without("h100-20261205-chat-9b-new") == table  # a run the table does not hold: unchanged
+    left = table.without("h100-20261205-chat-8b-paired")
+    v = left.engines["vllm"]
+    assert v.factor != table.engines["vllm"].factor and v.basis.startswith("all judged by older tests")
+    assert v.basis.endswith("h100-20261205-chat-8b-paired's own measurement left out")
+    assert all("h100-20261205-chat-8b-paired" not in m.runs for m in v.measurements)
+    # a copied measurement is the copying run's own too; an engine with nothing left has no factor
+    lm = table.without("h200-20261201-chat-8b-lmdeploy")
+    assert "lmdeploy" not in lm.engines
+    assert all("h200-20261201-chat-8b-lmdeploy" not in m.runs for m in lm.engines["sglang"].measurements)
+    assert len(lm.engines["sglang"].measurements) == len(table.engines["sglang"].measurements) - 1
