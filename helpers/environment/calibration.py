@@ -206,7 +206,7 @@ def engine_factors(rows: list[CalibrationRow], as_of: str, source: str) -> Calib
                     gpu=r.gpu,
                     ratio=round(1 / r.ratio, 4),
                     current_test=r.current_test,
-                )  # fmt: skip
+                )
             )
     factors = {engine: factor_from(ms) for engine, ms in sorted(by_engine.items())}
     return CalibrationTable(as_of=as_of, source=source, engines={k: f for k, f in factors.items() if f is not None})
