@@ -31,9 +31,9 @@ from helpers.benchmark.crosscheck import (
     record_path,
     wanted,
 )
-from helpers.benchmark.evidence import LATENCY_SPANS, arrival_seconds, latency_estimate
 from helpers.benchmark.points import prepare_dataset
 from helpers.benchmark.priors import crosscheck_seconds
+from helpers.benchmark.probe_size import LATENCY_SPANS, arrival_seconds, latency_estimate
 from helpers.benchmark.session import EngineSession, Phase
 from helpers.benchmark.sla import from_capacity
 from helpers.benchmark.steps import unit
@@ -60,10 +60,13 @@ def _client(session: EngineSession) -> tuple[Path | None, list[str], str | None]
 
 
 def _archive(path: Path) -> Path:
-    """Keep the client's raw result gzipped (per-request figures are large); returns the archive."""
+    """Keep the client's raw result gzipped (per-request figures are large); returns the archive.
+
+    The client records the tokenizer's path: written relative to the repository, as every record is.
+    """
     gz = path.with_name(path.name + ".gz")
     with gzip.open(gz, "wt", encoding="utf-8") as f:
-        f.write(path.read_text(encoding="utf-8"))
+        f.write(repo_relative(path.read_text(encoding="utf-8")))
     path.unlink()
     return gz
 
@@ -144,7 +147,7 @@ async def _one_rate(
 
 
 def client_seconds(configured: float, points: list[Point]) -> tuple[float, str]:
-    """Seconds of arrivals at each rate (``evidence.arrival_seconds``, as a probe has), and why when longer ('' if not).
+    """Seconds of arrivals at each rate (``probe_size.arrival_seconds``, as a probe has), and why if longer ('' if not).
 
     Whether the engine kept up is read between the batch filling and its drain (``measure.timing.keep_up``),
     one latency each; the latency is the last passing probe's.

@@ -21,6 +21,7 @@ from helpers.benchmark.edge_search import Ask, EdgeSearch
 from helpers.benchmark.judged import grid_readings, load_of, measurement_of, sustained_view
 from helpers.benchmark.loads import fixed_concurrency, load_axis
 from helpers.benchmark.probe import too_long_to_read
+from helpers.benchmark.probe_size import LATENCY_SPANS, latency_estimate, probe_requests
 from helpers.benchmark.session import EngineSession
 from helpers.benchmark.sla import meets_sla, trial_points
 from helpers.benchmark.structured_phase import evidence_workload, structured_probe
@@ -30,50 +31,6 @@ from helpers.environment.prediction_check import predicted_capacity
 from helpers.measure.interference import wait_quiet
 from helpers.measure.loadgen import LoadResult
 from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
-
-LATENCY_SPANS = 4.0
-"""A probe offers arrivals for at least this many request latencies, so that whether the engine kept up can be read.
-
-The served share is the slope of finish times against send times between the first latency (the batch
-filling) and the last (the batch draining, ``measure.timing.keep_up``). On a simulated 64-slot server
-(``fakes.sim_engine.QueueEngine``, 40 seeds, 2026-12-04) a load 25% over capacity read as not sustained in
-80% of probes of 3 latencies, 88% of 4 and 95% of 5; 20% under capacity, as sustained in 100%, 98% and 100%.
-Under continuous batching (``BatchEngine``, 20 seeds, 2026-12-05, drain left out) probes of four latencies
-passed 17-18 of 20 at 0.5-0.6 of capacity, 10 at 0.7 (the batch still filling: conservative there), none
-at 1.1 or more. Four is the length a 70B probe can afford (about 100 s of arrivals for 25-s requests)."""
-
-
-def arrival_seconds(configured: float, latency_s: float | None) -> float:
-    """Seconds of arrivals a load needs: ``configured``, or ``LATENCY_SPANS`` request latencies when longer."""
-    return max(configured, LATENCY_SPANS * (latency_s or 0.0))
-
-
-def probe_requests(session: EngineSession, load: float, latency_s: float | None = None) -> int:
-    """Requests of one probe or trial: about ``probe_seconds`` of arrivals, within the configured bounds.
-
-    With the request latency seen so far (``latency_s``: the last passing probe's, else the grid's),
-    the arrivals span at least ``LATENCY_SPANS`` latencies: a probe shorter than a few latencies ends
-    before its first requests finish and shows no steady window (and so no served rate).
-    """
-    s = session.cfg.evidence.search
-    seconds = arrival_seconds(s.probe_seconds, latency_s)
-    want = load * seconds if load_axis(session.cfg) == "rate" else load * max(2, seconds / 5)
-    if latency_s and load_axis(session.cfg) == "rate" and want > s.max_requests:
-        session.say(
-            f"{session.spec.label}: evidence.search.max_requests ({s.max_requests}) holds "
-            f"{s.max_requests / load:,.1f} s of arrivals at {load:.4g} req/s, "
-            f"{s.max_requests / load / latency_s:,.1f} request latencies of "
-            f"{latency_s:,.1f} s: whether the engine kept up may not be readable (it needs {LATENCY_SPANS:g})"
-        )
-    return int(min(s.max_requests, max(s.min_requests, math.ceil(want))))
-
-
-def latency_estimate(points: list[Point]) -> float | None:
-    """The median end-to-end latency (s) of the most recent passing probe, else the slowest grid point's."""
-    passing = [p for p in points if p.phase == "search" and p.probe and Probe.model_validate(p.probe).passed]
-    pool = passing[-1:] or [p for p in points if p.phase == "sweep"]
-    lat = [p.e2e_ms_p50 for p in pool if p.e2e_ms_p50]
-    return max(lat) / 1000.0 if lat else None
 
 
 def start_load(result: EngineResult, session: EngineSession) -> float:
@@ -295,7 +252,7 @@ async def _measure_ask(
     ``requests``: how many (else sized from the latency of the last passing probe, ``probe_requests``).
     """
     axis = session.cfg.evidence.search.axis
-    n = requests or probe_requests(session, ask.load, latency_estimate(session.result.points))
+    n = requests or probe_requests(session, ask.load, latency_estimate(session.result.points, ask.load))
     got = await session.measure_load(
         phase="search", load=ask.load, tag=stream, requests=n, stream=stream, job=structured_load(session, ask.load)
     )

@@ -12,6 +12,7 @@ batching comparison, the tuning) runs on a session, and ``helpers.benchmark.run`
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -47,6 +48,7 @@ from helpers.run.records import (
     load_point,
     point_path,
     save_point,
+    write_json_atomic,
 )
 from helpers.workload.levels import point_requests
 from helpers.workload.structured import ReplayDataset
@@ -72,7 +74,7 @@ class EngineSession:
         self.launcher = LAUNCHERS[spec.launcher.kind]
         self.secrets = known_secrets(cfg)
         self.say = progress or (lambda _msg: None)
-        self.result = EngineResult(label=spec.label, engine=spec.engine)
+        self.result = EngineResult(label=spec.label, engine=spec.engine, gpu_seconds=self._held_before())
         self.handle: ServerHandle | None = None
         self.evidence_replay: ReplayDataset | None = None  # the structured replay the evidence probes drive
         self.load_cores = 0.0  # CPU cores the playbook and the engine used during the last load (interference)
@@ -145,10 +147,28 @@ class EngineSession:
         path = self.handle.log_path if self.handle is not None else self.log_path()
         return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
+    @property
+    def _held_file(self) -> Path:
+        """Where the engine-seconds by phase are kept between the attempts of a resumed run."""
+        return self.run_dir / "logs" / "engine-seconds" / f"{label_slug(self.spec.label)}.json"
+
+    def _held_before(self) -> dict[str, float]:
+        """The engine-seconds by phase of this run's earlier attempts (a resumed run), else none."""
+        try:
+            held = json.loads(self._held_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): float(v) for k, v in held.items()} if isinstance(held, dict) else {}
+
     def account(self, phase: str, since: float) -> None:
-        """Add the seconds since ``since`` to the time the engine was held for ``phase`` (GPU-minutes)."""
+        """Add the seconds since ``since`` to the time the engine was held for ``phase`` (GPU-minutes).
+
+        Kept in the run folder as they add up, so that a run stopped and resumed counts every attempt's
+        engine time, its repeated cold starts included, not only the last attempt's.
+        """
         secs = self.result.gpu_seconds
         secs[phase] = round(secs.get(phase, 0.0) + time.monotonic() - since, 1)
+        write_json_atomic(self._held_file, secs)
 
     def stored_point(self, phase: str, tag: str, concurrency: int = 0) -> Point | None:
         """A point of this configuration measured earlier in this run folder (resume), if any.

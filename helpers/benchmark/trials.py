@@ -19,14 +19,13 @@ from helpers.benchmark.capacity import judge, measurement_from_load
 from helpers.benchmark.evidence import (
     fixed_concurrency,
     fixed_load_record,
-    latency_estimate,
-    probe_requests,
     resets_cache,
     search,
     structured_load,
 )
 from helpers.benchmark.judged import kept_up, load_of, sustained_view
 from helpers.benchmark.priors import probe_seconds
+from helpers.benchmark.probe_size import latency_estimate, probe_requests
 from helpers.benchmark.session import EngineSession, Phase
 from helpers.benchmark.stats import enough_trials
 from helpers.benchmark.steps import unit
@@ -47,7 +46,7 @@ async def _trials_at(session: EngineSession, load: float, reset: bool, notes: li
             if reset and (why := session.reset_prefix_cache()):
                 notes.append(why)
                 reset = False
-            n = probe_requests(session, load, latency_estimate(session.result.points))
+            n = probe_requests(session, load, latency_estimate(session.result.points, load))
             got = await session.measure_load(
                 phase="trial",
                 load=load,

@@ -18,7 +18,7 @@ depends on the batch it shares, and the requests sent in the last latency share 
 once arrivals stop: they finish early, and with them in the fit an engine that kept up read as serving
 109-458% of its offer (H100, 2026-12-05, vLLM and SGLang at 25-39 req/s of 4-8 s requests). The test
 therefore needs a probe of about three latencies of arrivals or more; the search sizes its probes so
-(``benchmark.evidence.LATENCY_SPANS``), and a shorter one is not read (None).
+(``benchmark.probe_size.LATENCY_SPANS``), and a shorter one is not read (None).
 """
 
 from __future__ import annotations

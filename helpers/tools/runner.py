@@ -62,10 +62,23 @@ def _redact_file(path: Path, secrets: list[str]) -> None:
     """
     if not path.is_file():
         return
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8", errors="replace")
     clean = repo_relative(redact(text, secrets) if secrets else text)
+    home = str(Path.home())
+    if len(home) > 1:  # the user's home (an engine's cache under it, in its log) as ``~``
+        clean = clean.replace(home + "/", "~/")
     if clean != text:
         write_text_atomic(path, clean)
+
+
+def redact_logs(run_dir: Path, secrets: list[str]) -> None:
+    """``_redact_file`` on every log the run folder holds: the engines' own logs and their clients' too.
+
+    An engine logs the paths it was given (the model folder under the repository) and its caches (under the
+    home directory); an archived run keeps neither.
+    """
+    for log in sorted(Path(run_dir).rglob("*.log")):
+        _redact_file(log, secrets)
 
 
 def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, kernel: RunKernel | None = None) -> str | None:
@@ -179,8 +192,9 @@ def _run_locked(
             _redact_file(out, secrets)
             _redact_file(notebook_log(run_dir, nb), secrets)
             if err:
-                failures[nb.name] = redact(err, secrets)
+                failures[nb.name] = repo_relative(redact(err, secrets))
                 print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)
+    redact_logs(run_dir, secrets)
     write_json_atomic(run_dir / "run.json", {"run_id": run_id, "failures": failures, "notebook_seconds": timings})
     write_summary(run_dir, cfg)
     report = render_report(run_dir)

@@ -18,9 +18,9 @@ from scipy import stats as st
 from helpers.benchmark.boundary import Reading, estimate_capacity
 from helpers.benchmark.capacity_compare import Side, compare_capacities
 from helpers.benchmark.edge_search import EdgeSearch
-from helpers.benchmark.evidence import LATENCY_SPANS
 from helpers.benchmark.judged import measurement_of
 from helpers.benchmark.probe import Measurement, SlaLimits, judge
+from helpers.benchmark.probe_size import LATENCY_SPANS
 from helpers.core.config import parse_config
 from helpers.core.errors import ConfigError
 from helpers.measure.timing import keep_up, request_times, sending_and_latency

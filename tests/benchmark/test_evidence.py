@@ -157,7 +157,8 @@ def test_the_search_starts_at_the_busiest_grid_point_within_the_sla_and_probes_s
     """Start: the grid point with the highest rate that met the SLA; probes: at least four latencies long."""
     from types import SimpleNamespace
 
-    from helpers.benchmark.evidence import latency_estimate, probe_requests, start_load
+    from helpers.benchmark.evidence import start_load
+    from helpers.benchmark.probe_size import latency_estimate, probe_requests
     from helpers.run.records import EngineResult, Point
 
     cfg = config(tmp_path)
@@ -187,6 +188,26 @@ def test_the_search_starts_at_the_busiest_grid_point_within_the_sla_and_probes_s
     assert probe_requests(capped, 10.0, lat) == 300
     assert said and "evidence.search.max_requests (300) holds 30.0 s of arrivals" in said[0]
     assert "1.5 request latencies of 20.0 s" in said[0]
+
+
+def test_a_probe_above_its_reference_load_is_sized_for_a_latency_grown_with_the_load():
+    from helpers.benchmark.capacity import Probe
+    from helpers.benchmark.probe_size import latency_estimate
+    from helpers.run.records import Point
+
+    def pt(phase, req_s, e2e, **kw):
+        return Point(label="x", engine="sglang", concurrency=100 if phase == "sweep" else 0, phase=phase, requests=10,
+                     duration_s=1, output_tok_s=1, total_tok_s=1, req_s=req_s, e2e_ms_p50=e2e, **kw)  # fmt: skip
+
+    # SGLang on an H100 (h100-20261205-chat-8b-late): the grid's c=100 served 26.5 req/s in 3.85 s a request;
+    # the first probe, at 33.89 req/s, took 6.2 s a request
+    grid = pt("sweep", 26.5, 3850)
+    assert latency_estimate([grid]) == 3.85  # the reference's own latency without a load
+    assert latency_estimate([grid], 33.89) == pytest.approx(3.85 * 33.89 / 26.5)  # 4.9 s: 4 latencies read 6.2-s ones
+    assert latency_estimate([grid], 20.0) == 3.85  # below the reference: not shrunk
+    passed = Probe(load=36.21, ttft_p95_ms=114.0, requests=538, meets_sla=True, sustained=True, why="pass")
+    probe = pt("search", 36.2, 5500, offered_rate=36.21, probe=passed.model_dump(mode="json"))
+    assert latency_estimate([grid, probe], 40.47) == pytest.approx(5.5 * 40.47 / 36.21)  # from the last passing probe
 
 
 def test_on_the_concurrency_axis_the_search_starts_where_the_grid_crosses_the_sla(fake_engine, tmp_path):
@@ -280,7 +301,7 @@ def test_a_too_short_probe_is_measured_again_and_a_resumed_search_keeps_its_prob
     them (the latency of the last that passed), as they were the first time.
     """
     import helpers.benchmark.evidence as evidence
-    from helpers.benchmark.evidence import latency_estimate
+    from helpers.benchmark.probe_size import latency_estimate
 
     monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
     asked: list[str] = []
@@ -321,3 +342,6 @@ def test_a_too_short_probe_is_measured_again_and_a_resumed_search_keeps_its_prob
         latency_estimate([p for p in first.points if p.phase != "search" or p.probe["stream"] in coarse])
     )
     assert n(after["e0-lo"]) == n(before["e0-lo"])
+    # the engine time counts both attempts, each with its cold start (kept in logs/engine-seconds/ as it adds up)
+    assert again.gpu_seconds["cold start"] > first.gpu_seconds["cold start"] > 0
+    assert again.gpu_seconds["search"] > first.gpu_seconds["search"]

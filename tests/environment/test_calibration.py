@@ -1,5 +1,7 @@
 """The calibration against the archived GPU runs: the committed factors and docs page are what the archives give."""
 
+import statistics
+
 import pytest
 
 from helpers.core.paths import REPO_ROOT
@@ -37,17 +39,18 @@ def test_every_archived_measured_capacity_is_a_row(calibrated):
 def test_only_the_runs_whose_probes_kept_their_request_times_count_as_the_current_test(calibrated):
     rows, _ = calibrated
     current = {(r.run, r.engine) for r in rows if r.current_test}
-    assert current == {("h100-20261205-chat-8b-paired", "vllm"), ("h100-20261205-chat-8b-paired", "sglang")}
+    runs = ("h100-20261205-chat-8b-paired", "h100-20261205-chat-8b-late")
+    assert current == {(run, engine) for run in runs for engine in ("vllm", "sglang")}
     bound = next(r for r in rows if r.run == "h100-20261205-chat-8b-paired" and r.engine == "sglang")
     assert bound.interval.startswith("at least") and bound.measured == bound.low  # a lower bound, not an estimate
 
 
 def test_the_factor_comes_from_the_current_test_where_an_engine_has_one(calibrated):
     rows, table = calibrated
-    paired = {r.engine: r for r in rows if r.current_test}
     for engine in ("vllm", "sglang"):
+        now = [1 / r.ratio for r in rows if r.current_test and r.engine == engine]
         f = table.engines[engine]
-        assert f.runs == 1 and f.factor == pytest.approx(1 / paired[engine].ratio, abs=1e-4)
+        assert f.runs == len(now) == 2 and f.factor == pytest.approx(statistics.median(now), abs=1e-4)
         assert f.basis.startswith("measurements judged by the current sustained test only")
     lm = table.engines["lmdeploy"]  # no current measurement: all of its (older) ones
     assert lm.basis == "all judged by older tests" and lm.runs == 1
@@ -57,13 +60,13 @@ def test_leave_one_out_uses_only_the_other_measurements(calibrated):
     rows, table = calibrated
     lm = next(r for r in rows if r.engine == "lmdeploy")
     assert lm.loo_ratio is None and table.engines["lmdeploy"].runs == 1
-    # an older row: the factor of the current measurement (the rule the next prediction follows)
+    # an older row: the factor of the current measurements (the rule the next prediction follows)
     v70 = next(r for r in rows if r.engine == "vllm" and "70b" in r.shape)
-    now = next(r for r in rows if r.engine == "vllm" and r.current_test)
-    assert v70.loo_ratio == pytest.approx(v70.ratio / now.ratio, rel=1e-3)  # factors kept to 4 decimals
-    # the current row itself: no other current one, so the median of the older distinct measurements
-    others = sorted(1 / r.ratio for r in rows if r.engine == "vllm" and r.duplicate_of is None and r is not now)
-    assert len(others) == 7 and now.loo_ratio == pytest.approx(now.ratio * others[3], rel=1e-3)
+    now = [r for r in rows if r.engine == "vllm" and r.current_test]
+    factor = statistics.median(1 / r.ratio for r in now)
+    assert v70.loo_ratio == pytest.approx(v70.ratio * factor, rel=1e-3)  # factors kept to 4 decimals
+    # a current row: the other current one alone
+    assert now[0].loo_ratio == pytest.approx(now[0].ratio / now[1].ratio, rel=1e-3)
 
 
 def test_the_committed_files_are_not_stale(calibrated):
@@ -79,7 +82,7 @@ def test_a_run_rendered_again_is_not_predicted_from_its_own_measurement(calibrat
     assert table.without("h100-20261205-chat-9b-new") == table  # a run the table does not hold: unchanged
     left = table.without("h100-20261205-chat-8b-paired")
     v = left.engines["vllm"]
-    assert v.factor != table.engines["vllm"].factor and v.basis.startswith("all judged by older tests")
+    assert v.factor != table.engines["vllm"].factor and v.runs == 1  # the other current run alone
     assert v.basis.endswith("h100-20261205-chat-8b-paired's own measurement left out")
     assert all("h100-20261205-chat-8b-paired" not in m.runs for m in v.measurements)
     # a copied measurement is the copying run's own too; an engine with nothing left has no factor
