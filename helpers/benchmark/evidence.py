@@ -252,7 +252,8 @@ async def _measure_ask(
     ``requests``: how many (else sized from the latency of the last passing probe, ``probe_requests``).
     """
     axis = session.cfg.evidence.search.axis
-    n = requests or probe_requests(session, ask.load, latency_estimate(session.result.points, ask.load))
+    rate = ask.load if load_axis(session.cfg) == "rate" else None
+    n = requests or probe_requests(session, ask.load, latency_estimate(session.result.points, rate))
     got = await session.measure_load(
         phase="search", load=ask.load, tag=stream, requests=n, stream=stream, job=structured_load(session, ask.load)
     )

@@ -55,8 +55,9 @@ def probe_requests(session: EngineSession, load: float, latency_s: float | None 
 def latency_estimate(points: list[Point], load: float | None = None) -> float | None:
     """The median latency (s) of the last passing probe, else the slowest grid point's; × ``load`` ÷ its rate above it.
 
-    Near the edge a request's latency grows with the load, as its batch does: from the grid's alone, SGLang's
-    coarse probes on an H100 (``h100-20261205-chat-8b-late``) were all too short for their 6.2-13.3-s requests.
+    ``load`` is a request rate (req/s; None on the concurrency axis: not scaled). Near the edge a request's
+    latency grows with the load, as its batch does: from the grid's alone, SGLang's coarse probes on an H100
+    (``h100-20261205-chat-8b-late``) were all too short for their 6.2-13.3-s requests.
     """
     passing = [p for p in points if p.phase == "search" and p.probe and Probe.model_validate(p.probe).passed]
     pool = [p for p in passing[-1:] or [p for p in points if p.phase == "sweep"] if p.e2e_ms_p50]

@@ -24,6 +24,7 @@ from helpers.benchmark.evidence import (
     structured_load,
 )
 from helpers.benchmark.judged import kept_up, load_of, sustained_view
+from helpers.benchmark.loads import load_axis
 from helpers.benchmark.priors import probe_seconds
 from helpers.benchmark.probe_size import latency_estimate, probe_requests
 from helpers.benchmark.session import EngineSession, Phase
@@ -46,7 +47,8 @@ async def _trials_at(session: EngineSession, load: float, reset: bool, notes: li
             if reset and (why := session.reset_prefix_cache()):
                 notes.append(why)
                 reset = False
-            n = probe_requests(session, load, latency_estimate(session.result.points, load))
+            rate = load if load_axis(session.cfg) == "rate" else None
+            n = probe_requests(session, load, latency_estimate(session.result.points, rate))
             got = await session.measure_load(
                 phase="trial",
                 load=load,

@@ -55,7 +55,7 @@ def notebook_log(run_dir: Path, nb: Path) -> Path:
 
 
 def _redact_file(path: Path, secrets: list[str]) -> None:
-    """Remove secrets and this machine's repository path from an executed notebook or a log file, in place.
+    """Remove secrets, this machine's repository path and its home directory from a notebook or a log, in place.
 
     The notebooks get the config's and the run folder's absolute paths as parameters; an archived run keeps
     them relative to the repository (``./reports/<run>``), as its report does.
