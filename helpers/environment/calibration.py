@@ -9,8 +9,8 @@ Per engine, the factor is the median of measured ÷ predicted over the measureme
 sustained test where the engine has any (``CalibrationRow.current_test``: the probes kept their requests'
 send and finish times, so a re-rendered run judged them again), else over all of them. The older
 sustained test read capacities low: on the H200, 26-30 req/s for the 8B shape on vLLM and SGLang, below
-what an H100 (less memory bandwidth, the same compute) sustained under the current test, 36.2 req/s
-(``h100-20261205-chat-8b-paired``). The table gives, per row, the calibrated error with the factor the
+what an H100 (less memory bandwidth, the same compute) sustained under the current test, 33.9-38.5 req/s
+(``h100-20261205-chat-8b-paired`` and ``-late``). The table gives, per row, the calibrated error with the factor the
 other rows give by the same rule (leave one out), which is the error the next prediction can expect.
 ``scripts/calibrate_predictions.py`` writes the factors to ``helpers/data/prediction_calibration.yaml`` and
 the table to ``docs/measurements/prediction-vs-measured.md``.
@@ -249,8 +249,8 @@ def markdown(rows: list[CalibrationRow], table: CalibrationTable) -> str:
         "**Which measurements calibrate.** Per engine, the factor is the median measured ÷ predicted over the",
         'measurements the current sustained test judged ("sustained test: current": every probe kept its',
         "requests' send and finish times), where the engine has any; else over all of them. The older test read",
-        "capacities low: on the H200 it put the 8B shape at 26-30 req/s on vLLM and SGLang, below the 33.9-37.4",
-        "req/s an H100 sustained under the current test (`h100-20261205-chat-8b-paired`), though the H100 has",
+        "capacities low: on the H200 it put the 8B shape at 26-30 req/s on vLLM and SGLang, below the 33.9-38.5",
+        "req/s an H100 sustained under the current test (`h100-20261205-chat-8b-paired`, `-late`), though the H100 has",
         "less memory bandwidth (3.35 against 4.8 TB/s) and the same compute. Leave-one-out applies the factor the",
         "engine's *other* measurements give by the same rule: the error the next prediction can expect.",
         "",
