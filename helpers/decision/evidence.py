@@ -232,6 +232,7 @@ def qualify_break_even(rows: list[dict[str, Any]], v: EvidenceVerdict) -> list[d
         said = f"{v.difference_pct:+.1f}% [{low}, {high}]"
     if v.verdict == "equivalent":
         why = f"the two are equivalent within ±{v.margin_pct:g}% ({said}): their costs per token differ by less"
+        why += " than that"
     else:
         why = f"their comparison is not conclusive ({said}): which is cheaper per token is not measured"
     out = []
