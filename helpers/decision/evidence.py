@@ -231,8 +231,8 @@ def qualify_break_even(rows: list[dict[str, Any]], v: EvidenceVerdict) -> list[d
         low = "unbounded" if v.low_pct is None else f"{v.low_pct:+.1f}%"
         said = f"{v.difference_pct:+.1f}% [{low}, {high}]"
     if v.verdict == "equivalent":
-        why = f"the two are equivalent within ±{v.margin_pct:g}% ({said}): their costs per token differ by less"
-        why += " than that"
+        band = f"within ±{v.margin_pct:g}% ({said})"
+        why = f"the two are equivalent {band}: their costs per token differ by less than that"
     else:
         why = f"their comparison is not conclusive ({said}): which is cheaper per token is not measured"
     out = []
