@@ -21,7 +21,7 @@ from helpers.benchmark.edge_search import Ask, EdgeSearch
 from helpers.benchmark.judged import grid_readings, load_of, measurement_of, sustained_view
 from helpers.benchmark.loads import fixed_concurrency, load_axis
 from helpers.benchmark.probe import too_long_to_read
-from helpers.benchmark.probe_size import LATENCY_SPANS, latency_estimate, probe_requests
+from helpers.benchmark.probe_size import LATENCY_SPANS, probe_requests, sized_requests
 from helpers.benchmark.session import EngineSession
 from helpers.benchmark.sla import meets_sla, trial_points
 from helpers.benchmark.structured_phase import evidence_workload, structured_probe
@@ -252,8 +252,7 @@ async def _measure_ask(
     ``requests``: how many (else sized from the latency of the last passing probe, ``probe_requests``).
     """
     axis = session.cfg.evidence.search.axis
-    rate = ask.load if load_axis(session.cfg) == "rate" else None
-    n = requests or probe_requests(session, ask.load, latency_estimate(session.result.points, rate))
+    n = requests or sized_requests(session, ask.load)
     got = await session.measure_load(
         phase="search", load=ask.load, tag=stream, requests=n, stream=stream, job=structured_load(session, ask.load)
     )

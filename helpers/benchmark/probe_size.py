@@ -67,3 +67,9 @@ def latency_estimate(points: list[Point], load: float | None = None) -> float | 
     at = ref.offered_rate if ref.phase == "search" and ref.offered_rate else ref.req_s
     latency = (ref.e2e_ms_p50 or 0.0) / 1000.0
     return latency * load / at if load and at and load > at else latency
+
+
+def sized_requests(session: EngineSession, load: float) -> int:
+    """``probe_requests`` at ``load`` from the latency seen so far (scaled with the load on the rate axis)."""
+    rate = load if load_axis(session.cfg) == "rate" else None
+    return probe_requests(session, load, latency_estimate(session.result.points, rate))

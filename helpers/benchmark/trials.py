@@ -24,9 +24,8 @@ from helpers.benchmark.evidence import (
     structured_load,
 )
 from helpers.benchmark.judged import kept_up, load_of, sustained_view
-from helpers.benchmark.loads import load_axis
 from helpers.benchmark.priors import probe_seconds
-from helpers.benchmark.probe_size import latency_estimate, probe_requests
+from helpers.benchmark.probe_size import sized_requests
 from helpers.benchmark.session import EngineSession, Phase
 from helpers.benchmark.stats import enough_trials
 from helpers.benchmark.steps import unit
@@ -47,8 +46,7 @@ async def _trials_at(session: EngineSession, load: float, reset: bool, notes: li
             if reset and (why := session.reset_prefix_cache()):
                 notes.append(why)
                 reset = False
-            rate = load if load_axis(session.cfg) == "rate" else None
-            n = probe_requests(session, load, latency_estimate(session.result.points, rate))
+            n = sized_requests(session, load)
             got = await session.measure_load(
                 phase="trial",
                 load=load,

@@ -19,7 +19,6 @@ the table to ``docs/measurements/prediction-vs-measured.md``.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import yaml
@@ -119,7 +118,7 @@ def run_rows(run_dir: Path) -> list[CalibrationRow]:
                 high=m.high,
                 interval=m.interval,
                 converged=m.converged,
-                current_test=_judged_now(run_dir, r.label),
+                current_test=_judged_now(r),
                 ratio=value / m.value,
             )
         )
@@ -140,11 +139,10 @@ def _spec_from_result(r: EngineResult) -> EngineSpec | None:
     return EngineSpec.model_construct(label=r.label, engine=r.engine, knobs=k)
 
 
-def _judged_now(run_dir: Path, label: str) -> bool:
-    """Whether every search probe of ``label`` kept its requests' times (what the current sustained test reads)."""
-    folder = Path(run_dir) / "points" / label_slug(label)
-    probes = sorted(folder.glob("search-*.json")) if folder.is_dir() else []
-    return bool(probes) and all(json.loads(f.read_text(encoding="utf-8")).get("request_times") for f in probes)
+def _judged_now(r: EngineResult) -> bool:
+    """Whether every search probe of ``r`` kept its requests' times (what the current sustained test reads)."""
+    probes = [p for p in r.points if p.phase == "search"]
+    return bool(probes) and all(p.request_times for p in probes)
 
 
 def _points_fingerprint(run_dir: Path, label: str) -> str | None:
