@@ -348,7 +348,7 @@ def test_h200_workload_runs_lmdeploy_pytorch_on_random_weights_from_the_bundles(
     monkeypatch.setattr(rw, "SHM_ROOT", tmp_path / "shm")
     (tmp_path / "shm").mkdir()
     cfg = load_config(WORKLOADS_DIR / "h200-offline" / "chat-8b-lmdeploy.yaml")
-    assert [e.engine for e in cfg.engines] == ["vllm", "lmdeploy", "sglang"]
+    assert [e.engine for e in cfg.engines] == ["vllm", "sglang", "lmdeploy"]
     spec = cfg.engines[2]
     cmd, env = LAUNCHERS["python"].build(get_engine("lmdeploy"), spec, cfg.model, PORT, tmp_path)
     weights = tmp_path / "shm" / f"llama-3.1-8b-{rw.config_hash(cfg.model.directory)}"
