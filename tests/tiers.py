@@ -29,6 +29,7 @@ SLOW_FILES = {
     "tests/tools/test_init.py",
     "tests/tools/test_model_setup.py",
     "tests/tools/test_predict.py",
+    "tests/tools/test_rerender_from_points.py",
     "tests/tools/test_run_kernel.py",
     "tests/workload/test_structured_replay.py",
 }

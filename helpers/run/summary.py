@@ -92,7 +92,10 @@ class RunSummary(Artifact):
     risk: list[dict[str, Any]] = Field(default_factory=list)
     review_flags: list[str] = Field(default_factory=list)
     failures: dict[str, str] = Field(default_factory=dict)
-    notebook_seconds: dict[str, float] = Field(default_factory=dict)
+    notebook_seconds: dict[str, float] = Field(
+        default_factory=dict,
+        description="Wall time of each notebook in the measuring run (run.json's; a re-render from points keeps it).",
+    )
     config: dict[str, Any] = Field(default_factory=dict)
 
     def engine(self, label: str) -> EngineSummary | None:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from pathlib import Path
 
-from helpers.benchmark.run import FROM_POINTS_ENV
 from helpers.core.errors import PlaybookError
 from helpers.core.paths import REPORTS_DIR
 from helpers.launchers.config_check import load_config
@@ -27,8 +25,6 @@ from helpers.workload.profile import profile_command
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.from_points:
-        os.environ[FROM_POINTS_ENV] = "1"  # the notebooks' kernels inherit it: step 5 launches nothing
     checked = None
     if not args.no_check and not args.from_points:  # a re-render from points starts nothing: nothing to check
         cfg = load_config(args.config)  # a bad config fails here in one line, as before
@@ -48,6 +44,7 @@ def _run(args: argparse.Namespace) -> int:
         log_output=not args.quiet,
         engines=args.engines,
         preflight=checked,
+        from_points=args.from_points,  # the notebooks' kernels get FROM_POINTS_ENV: step 5 launches nothing
     )
     print(report)
     return 0
@@ -94,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--from-points",
         action="store_true",
-        help="re-render a run folder from its stored points (archived GPU runs): no engine is launched",
+        help="re-render a run folder from its stored points (archived GPU runs): no engine is launched; "
+        "a healthy archive is left as it was if a notebook fails",
     )
     r.add_argument(
         "--no-check",

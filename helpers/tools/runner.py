@@ -2,7 +2,8 @@
 
 Each notebook gets two parameters, the config path and the run folder. A notebook that fails is
 still saved (papermill writes it with the error) and the next notebook runs; the report renders
-whatever the run produced and says which notebook failed.
+whatever the run produced and says which notebook failed. A re-render from points of a healthy archive
+is the exception: a failure puts the folder back as it was and raises (``helpers.run.rerender``).
 
 The console shows one line per notebook and, during step 5, one progress bar with an ETA
 (``helpers.tools.progress_console``, fed by the kernel through the run folder's ``logs/progress.jsonl``).
@@ -13,14 +14,18 @@ before each (``helpers.tools.kernel``): a kernel start and the imports once, not
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
 import yaml
 
+from helpers.benchmark.run import FROM_POINTS_ENV
 from helpers.core.atomic import write_json_atomic, write_text_atomic
 from helpers.core.config import PlaybookConfig, public_dict
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR, repo_relative
@@ -33,6 +38,7 @@ from helpers.report.run_summary import write_summary
 from helpers.run.lock import RunLock
 from helpers.run.processes import Watchdog
 from helpers.run.progress import PROGRESS_FILE
+from helpers.run.rerender import RerenderGuard, run_info
 from helpers.tools.engine_subset import config_file, select_engines
 from helpers.tools.kernel import RunKernel, kernel_manager_writing_to
 from helpers.tools.progress_console import watch_progress
@@ -132,6 +138,21 @@ def archive_check(run_dir: Path, text: str, now: datetime | None = None) -> Path
     return path
 
 
+@contextmanager
+def points_only(on: bool) -> Iterator[None]:
+    """Set ``FROM_POINTS_ENV`` while the run lasts (``on``), so the notebooks' kernels inherit it; then restore it."""
+    before = os.environ.get(FROM_POINTS_ENV)
+    if on:
+        os.environ[FROM_POINTS_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(FROM_POINTS_ENV, None)
+        else:
+            os.environ[FROM_POINTS_ENV] = before
+
+
 def run_playbook(
     config: str | Path,
     run_id: str | None = None,
@@ -141,6 +162,7 @@ def run_playbook(
     engines: list[str] | None = None,
     console: TextIO | None = None,
     preflight: str | None = None,
+    from_points: bool = False,
 ) -> Path:
     """Run the whole playbook for ``config``; return the path of ``report.html``.
 
@@ -149,6 +171,9 @@ def run_playbook(
     those engine configurations (``helpers.tools.engine_subset``). With ``log_output`` step 5's
     progress is shown on ``console`` (default stderr): a bar on a terminal, else a line per unit.
     ``preflight``: what ``playbook check`` said before the run, appended to ``logs/check.txt``.
+    ``from_points`` (or ``FROM_POINTS_ENV`` set): re-render the run folder from its stored points, launching
+    nothing; on a healthy archive a failed notebook puts the folder back and raises ``RerenderError``
+    (``helpers.run.rerender``), and ``run.json`` keeps the measuring run's ``notebook_seconds``.
     """
     cfg = load_config(config)  # a bad config fails here, before anything is imported or started
     if engines:
@@ -156,12 +181,16 @@ def run_playbook(
 
     run_id = run_id or new_run_id(cfg.name)
     run_dir = (Path(reports_dir) / run_id).resolve()
+    from_points = from_points or bool(os.environ.get(FROM_POINTS_ENV))
     # RunLock: one run per run id; Watchdog: what the run starts does not outlive it, even a `kill -9` of it
-    with RunLock(run_dir), Watchdog(run_dir), config_file(cfg, config, bool(engines)) as path:
-        if preflight is not None:
-            archive_check(run_dir, preflight)
+    with RunLock(run_dir), Watchdog(run_dir), config_file(cfg, config, bool(engines)) as path, points_only(from_points):
         shown = (console or sys.stderr) if log_output else None
-        return _run_locked(cfg, path, run_id, run_dir, Path(reports_dir), only, shown)
+        with RerenderGuard(run_dir, from_points) as guard:  # a healthy archive: a copy to put back on failure
+            if preflight is not None:
+                archive_check(run_dir, preflight)
+            report = _run_locked(cfg, path, run_id, run_dir, only, shown, guard)
+        write_index(Path(reports_dir))  # never from a re-render that failed: it raised above
+        return report
 
 
 def _run_locked(
@@ -169,11 +198,14 @@ def _run_locked(
     config: str | Path,
     run_id: str,
     run_dir: Path,
-    reports_dir: Path,
     only: list[str] | None,
     console: TextIO | None,
+    guard: RerenderGuard,
 ) -> Path:
-    """The body of ``run_playbook``, run while its run folder is locked (``helpers.run.lock``)."""
+    """The body of ``run_playbook``, run while its run folder is locked (``helpers.run.lock``).
+
+    ``guard``: the re-render's guard (``helpers.run.rerender``); it raises when a guarded re-render failed.
+    """
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
     cfg_copy = run_dir / "config.yaml"
     write_text_atomic(cfg_copy, yaml.safe_dump(public_dict(cfg), sort_keys=False))  # a full disk: never half a file
@@ -195,8 +227,7 @@ def _run_locked(
                 failures[nb.name] = repo_relative(redact(err, secrets))
                 print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)
     redact_logs(run_dir, secrets)
-    write_json_atomic(run_dir / "run.json", {"run_id": run_id, "failures": failures, "notebook_seconds": timings})
+    guard.check(failures, list(timings))  # a guarded re-render stops here: the folder is put back
+    write_json_atomic(run_dir / "run.json", run_info(run_id, failures, timings, guard.earlier))
     write_summary(run_dir, cfg)
-    report = render_report(run_dir)
-    write_index(Path(reports_dir))
-    return report
+    return render_report(run_dir)

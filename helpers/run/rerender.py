@@ -1,0 +1,171 @@
+"""A re-render from points (``playbook run --from-points``) that cannot spoil the archive it re-renders.
+
+A re-render runs the notebooks again on an archived run folder and rewrites its notebooks, ``run.json``,
+``summary.json`` and report. When the folder holds a healthy archive (its ``run.json`` records no
+failures), ``RerenderGuard`` first copies the folder (``Snapshot``: a hidden folder beside it,
+``.<run id>.rerender-*/<run id>``, a few MB); if a notebook fails, or anything else stops the re-render
+(an error, Ctrl-C), the folder is put back exactly as it was (what the re-render wrote is removed) and
+``RerenderError`` names the failed notebooks, their errors and the temporary folder that keeps the failed
+re-render's notebooks and logs. On success the copy is removed. A folder that already recorded failures,
+and a measuring run, are not guarded: a failed notebook is written and the next one runs, as always.
+
+``run.json``'s ``notebook_seconds`` is the wall time of the measuring run's notebooks (step 5 measured
+then); a re-render keeps it and writes its own under ``rerender_seconds`` (``run_info``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from helpers.core.errors import PlaybookError
+from helpers.run.lock import LOCK_NAME
+from helpers.run.processes import PIDS_NAME
+
+RUN_FILE = "run.json"
+"""The runner's own notes in the run folder: run id, failures, notebook timings."""
+
+RERENDER_KEY = "rerender_seconds"
+"""``run.json``'s key for the notebook timings of the latest re-render from points."""
+
+_OWN = frozenset({LOCK_NAME, PIDS_NAME})
+"""The running re-render's own lock and process records: neither copied nor put back."""
+
+
+class RerenderError(PlaybookError):
+    """A re-render from points failed; the archived run folder was put back as it was."""
+
+
+def read_run_info(run_dir: str | Path) -> dict[str, Any] | None:
+    """The run folder's ``run.json`` as a mapping; None when it is missing, unreadable or not a mapping."""
+    try:
+        data = json.loads((Path(run_dir) / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def healthy(info: dict[str, Any] | None) -> bool:
+    """Whether ``run.json``'s content ``info`` records a run without failures (a run.json of its own)."""
+    return info is not None and isinstance(info.get("failures", {}), dict) and not info.get("failures")
+
+
+def run_info(
+    run_id: str, failures: dict[str, str], timings: dict[str, float], earlier: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What ``run.json`` holds after a run: a fresh record, or (``earlier``: a re-render) the earlier one updated.
+
+    A measuring run (``earlier`` None) writes its notebooks' timings as ``notebook_seconds``. A re-render
+    keeps every key of the earlier ``run.json`` (``notebook_seconds``: the measuring run's) and writes its
+    failures and its own timings (``rerender_seconds``).
+    """
+    if earlier is None:
+        return {"run_id": run_id, "failures": failures, "notebook_seconds": timings}
+    return {**earlier, "run_id": run_id, "failures": failures, RERENDER_KEY: timings}
+
+
+class Snapshot:
+    """A copy of a run folder, beside it on the same filesystem, to put back if a re-render fails."""
+
+    def __init__(self, run_dir: str | Path):
+        self.run_dir = Path(run_dir)
+        self.holder = Path(tempfile.mkdtemp(prefix=f".{self.run_dir.name}.rerender-", dir=self.run_dir.parent))
+        self.copy = self.holder / self.run_dir.name  # one level down: no ``reports/*/summary.json`` of its own
+        top = os.fspath(self.run_dir)
+        try:
+            shutil.copytree(
+                self.run_dir, self.copy, symlinks=True, ignore=lambda d, names: _OWN & set(names) if d == top else ()
+            )
+        except BaseException:
+            self.discard()
+            raise
+
+    def restore(self) -> None:
+        """Put the folder back as it was: what the re-render wrote or changed goes, the copy's entries return."""
+        for entry in self.run_dir.iterdir():
+            if entry.name in _OWN:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        for entry in self.copy.iterdir():
+            os.replace(entry, self.run_dir / entry.name)  # a rename: the copy is on the same filesystem
+        shutil.copystat(self.copy, self.run_dir)
+        self.discard()
+
+    def discard(self) -> None:
+        """Remove the copy."""
+        shutil.rmtree(self.holder, ignore_errors=True)
+
+
+def keep_notebooks(run_dir: Path, names: list[str]) -> Path:
+    """Copy the notebooks ``names`` of ``run_dir`` and their logs into a new temporary folder; return it.
+
+    The folder holds ``notebooks/<name>.ipynb`` and ``logs/<name>.log`` (the run folder: ``logs/notebooks/``).
+    """
+    kept = Path(tempfile.mkdtemp(prefix=f"playbook-rerender-{run_dir.name}-"))
+    for name in names:
+        log = f"{Path(name).stem}.log"
+        for src, dst in (
+            (run_dir / "notebooks" / name, kept / "notebooks" / name),
+            (run_dir / "logs" / "notebooks" / log, kept / "logs" / log),
+        ):
+            if src.is_file():
+                dst.parent.mkdir(exist_ok=True)
+                shutil.copy2(src, dst)
+    return kept
+
+
+class RerenderGuard:
+    """Context manager around a run's notebooks and records: a guarded re-render fails without a trace.
+
+    ``from_points`` and a healthy ``run.json`` (``healthy``) take a ``Snapshot`` on entry. ``check`` raises
+    ``RerenderError`` when a notebook failed; leaving with any exception puts the folder back, leaving
+    without one removes the copy. Unguarded (a measuring run, a folder with failures), it does nothing.
+    ``earlier``: the earlier ``run.json`` of a re-render (for ``run_info``), else None.
+    """
+
+    def __init__(self, run_dir: str | Path, from_points: bool):
+        self.run_dir = Path(run_dir)
+        info = read_run_info(self.run_dir) if from_points else None
+        self.earlier = (info or {}) if from_points else None
+        self.snapshot = Snapshot(self.run_dir) if from_points and healthy(info) else None
+
+    @property
+    def guarded(self) -> bool:
+        """Whether a failure puts the folder back."""
+        return self.snapshot is not None
+
+    def check(self, failures: dict[str, str], ran: list[str]) -> None:
+        """Raise ``RerenderError`` if guarded and a notebook failed; ``ran``: the notebooks this re-render ran."""
+        if self.snapshot is None or not failures:
+            return
+        kept = keep_notebooks(self.run_dir, ran)
+        errors = "; ".join(f"{name}: {err.removeprefix(f'{name}: ')}" for name, err in failures.items())
+        raise RerenderError(
+            f"the re-render from points of {self.run_dir} failed in {errors}; the archive was left as it was "
+            f"(its report, run.json and summary.json are the archived ones); the failed re-render's notebooks "
+            f"and logs are in {kept}"
+        )
+
+    def __enter__(self) -> RerenderGuard:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if self.snapshot is None:
+            return
+        if kind is None:
+            self.snapshot.discard()
+            return
+        try:
+            self.snapshot.restore()
+        except OSError as err:  # the copy stays where it is, for the hand that puts it back
+            raise RerenderError(
+                f"the re-render from points of {self.run_dir} failed and the archive could not be put back "
+                f"({err.strerror or err}): its copy from before the re-render is {self.snapshot.copy}"
+            ) from err
