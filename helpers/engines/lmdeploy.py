@@ -25,7 +25,9 @@ blocked FP8 at load); TurboMind only reads checkpoints already in FP8, so it is 
 No dummy weights: LMDeploy has no dummy loader, so ``dummy_weights: true`` is refused. With
 ``engine_options: {weights: random}`` the engine is given the random-weight folder of the model
 (``helpers.model.random_weights``; ``prepare`` writes it before launch, or ``playbook
-random-weights MODEL_DIR`` on the host), else ``model.path`` itself, which must hold weights.
+random-weights MODEL_DIR`` on the host), else ``model.path`` itself, which must hold weights. The folder
+is bf16, or block FP8 (float8_e4m3fn in 128 × 128 blocks, which TurboMind reads) when the model's
+``config.json`` declares ``quant_method: fp8``.
 
 Metrics: on by default (``--disable-metrics`` turns them off; there is no ``--enable-metrics``) at
 ``/metrics`` (``mount_metrics`` in ``serve/openai/api_server.py``), series from
@@ -71,7 +73,10 @@ if TYPE_CHECKING:
 
 BACKENDS = ("turbomind", "pytorch")
 DEFAULT_BACKEND = "turbomind"  # LMDeploy's own default
-OPTIONS = {"backend": "turbomind | pytorch", "weights": "random (random bf16 weights generated on the host)"}
+OPTIONS = {
+    "backend": "turbomind | pytorch",
+    "weights": "random (random weights generated on the host: bf16, or block FP8 for an fp8 config.json)",
+}
 QUANT_POLICY_FP8 = "16"  # QuantPolicy.FP8: float8_e4m3fn, per-tensor scale (PyTorch engine only)
 _FALLBACK = re.compile(r"Fallback to pytorch engine because ([^\n]*)")
 _CACHE_CONFIG = re.compile(r"Building CacheEngine with config:\s*CacheConfig\(([^\n]*)")
@@ -198,7 +203,8 @@ class LmdeployAdapter(EngineAdapter):
     def prepare(self, spec: EngineSpec, model: ModelSpec) -> None:
         """Write the random weights (cached by ``config.json``'s hash) before launch, when the config asks for them.
 
-        A model they cannot be made for (a quantized checkpoint) is an ``EngineError``: a failed row, not a crash.
+        A model they cannot be made for (AWQ, GPTQ, FP8 in other blocks), or a filesystem without room for
+        them, is an ``EngineError``: a failed row, not a crash.
         """
         if spec.engine_options.get("weights") != "random":
             return

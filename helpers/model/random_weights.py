@@ -6,6 +6,18 @@ such loader (``--empty-init`` leaves the weights unloaded, and a folder without 
 shapes, not on values, so a folder of random bf16 safetensors does instead: uniform in ±1e-3, the
 RMSNorm weights 1.0, the Llama tensor names and shapes derived from ``helpers.model.shape``.
 
+Block FP8: a ``config.json`` whose ``quantization_config`` says ``quant_method: fp8`` (with no
+``weight_block_size``, or ``[128, 128]``) gets the checkpoint layout of DeepSeek-V3 / Qwen3-FP8, which
+LMDeploy's TurboMind (``FP8Format`` in ``turbomind/weight_format.py`` of 0.18.0: block 128 × 128, the
+only group size it takes for fp8) and vLLM (Fp8 with ``weight_block_size``) both read: each linear
+projection of a decoder layer is ``<name>.weight`` in float8_e4m3fn, shape [out, in], plus
+``<name>.weight_scale_inv`` in float32, shape [ceil(out/128), ceil(in/128)], the dequantized weight
+being the fp8 value times its block's scale. The fp8 values are uniform in ±448 (the largest finite
+e4m3 value), rounded to e4m3, and every scale is ``FP8_SCALE`` = 2⁻¹⁹ (a power of two: the dequantized
+weights, uniform in ±8.5e-4, are exact and within ±1e-3). Embeddings, ``lm_head`` and the norms stay
+bf16. The folder's ``config.json`` then declares what the files hold (``fmt: e4m3``, ``activation_scheme:
+dynamic``, ``weight_block_size: [128, 128]``); any other quantization is refused.
+
 The weights are written WHERE THE ENGINE RUNS (16 GB for an 8B model is not a file to carry):
 ``playbook random-weights MODEL_DIR`` on the GPU host, or ``write_random_weights`` from the
 code that launches the engine. torch is used when it is importable (fast, multi-threaded), else
@@ -13,17 +25,22 @@ numpy with safetensors' own serializer. The output folder is named after a hash 
 ``config.json`` — ``/dev/shm/pb-models/<name>-<hash>`` where ``/dev/shm`` exists (RAM: the engine
 reads it at memory speed and nothing is left on disk), else a cache folder — and a second call
 with the same ``config.json`` finds it complete and does nothing. Folders are written under a
-temporary name and renamed when complete, so an interrupted run never leaves a folder that looks done.
+temporary name and renamed when complete, so an interrupted run never leaves a folder that looks done;
+before anything is written, the destination's free space is checked against the checkpoint's bytes
+(a 70B FP8 checkpoint is about 72 GB, more than a 128 GB host's /dev/shm). Shards are written one at a
+time: only one shard is held in memory.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,9 +56,19 @@ MARKER = "playbook_random_weights.json"
 INDEX = "model.safetensors.index.json"
 SHARD_BYTES = 4 * 2**30  # like Hugging Face checkpoints: a few GiB per file
 BOUND = 1e-3  # weights are uniform in [-BOUND, BOUND]
+DISK_MARGIN = 256 * 2**20  # free space asked for beyond the files themselves
+FP8_BLOCK = 128  # block-FP8 scales cover 128 × 128 weights (TurboMind takes no other size for fp8)
+FP8_MAX = 448.0  # the largest finite float8_e4m3fn value
+FP8_SCALE = 2.0 ** math.floor(math.log2(BOUND / FP8_MAX))  # 2**-19: fp8 values × this stay within ±BOUND
+LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 _DTYPE = "bfloat16"
 _BYTES = 2
+_FP8, _SCALE_DTYPE = "float8_e4m3fn", "float32"
+_DTYPE_BYTES = {_DTYPE: _BYTES, _FP8: 1, _SCALE_DTYPE: 4}
+_FP8_KEYS = ("quant_method", "fmt", "activation_scheme", "weight_block_size")
+_FP8_UNQUANTIZED_OK = ("lm_head", "embed_tokens", "model.embed_tokens")  # kept bf16 here anyway
+_GIB = 2**30
 
 
 def tensor_shapes(s: ModelShape) -> dict[str, tuple[int, ...]]:
@@ -74,6 +101,18 @@ def is_norm(name: str) -> bool:
     return name.endswith("layernorm.weight") or name == "model.norm.weight"
 
 
+def is_linear(name: str) -> bool:
+    """Whether a tensor is the weight of a decoder layer's linear projection (what block FP8 quantizes)."""
+    parts = name.split(".")
+    return name.startswith("model.layers.") and parts[-1] == "weight" and parts[-2] in LINEAR
+
+
+def fp8_scale_shape(shape: tuple[int, ...]) -> tuple[int, int]:
+    """The ``weight_scale_inv`` shape of an [out, in] fp8 weight: one scale per 128 × 128 block, edges included."""
+    rows, cols = shape
+    return (math.ceil(rows / FP8_BLOCK), math.ceil(cols / FP8_BLOCK))
+
+
 def config_hash(model_dir: str | Path) -> str:
     """The first 12 hex digits of the sha256 of the folder's ``config.json`` (the cache key)."""
     path = resolve_model_dir(model_dir) / "config.json"
@@ -102,12 +141,17 @@ def is_complete(out: Path, digest: str) -> bool:
         return False
 
 
-def plan_shards(shapes: dict[str, tuple[int, ...]], shard_bytes: int = SHARD_BYTES) -> list[list[str]]:
-    """Group tensors, in order, into shards of at most ``shard_bytes`` (a bigger tensor gets a shard alone)."""
+def plan_shards(
+    shapes: dict[str, tuple[int, ...]], shard_bytes: int = SHARD_BYTES, dtypes: Mapping[str, str] | None = None
+) -> list[list[str]]:
+    """Group tensors, in order, into shards of at most ``shard_bytes`` (a bigger tensor gets a shard alone).
+
+    ``dtypes`` gives a tensor's dtype by name (bf16 when absent).
+    """
     shards: list[list[str]] = [[]]
     size = 0
     for name, shape in shapes.items():
-        n = int(np.prod(shape)) * _BYTES
+        n = math.prod(shape) * _DTYPE_BYTES[(dtypes or {}).get(name, _DTYPE)]
         if shards[-1] and size + n > shard_bytes:
             shards.append([])
             size = 0
@@ -116,7 +160,119 @@ def plan_shards(shapes: dict[str, tuple[int, ...]], shard_bytes: int = SHARD_BYT
     return shards
 
 
-def _save_torch(names: list[str], shapes: dict[str, tuple[int, ...]], path: Path, seed: int) -> None:
+@dataclass(frozen=True)
+class CheckpointPlan:
+    """What ``write_random_weights`` writes for a model folder, computed before anything is written."""
+
+    source: Path
+    precision: str  # "bf16", or "fp8" (block FP8 linear layers, the rest bf16)
+    shapes: dict[str, tuple[int, ...]]  # every tensor, in file order
+    dtypes: dict[str, str]  # safetensors dtype names: bfloat16, float8_e4m3fn, float32
+    shards: list[list[str]]
+    config: dict  # the written folder's config.json
+
+    def nbytes(self, name: str) -> int:
+        """Bytes of one tensor's data."""
+        return math.prod(self.shapes[name]) * _DTYPE_BYTES[self.dtypes[name]]
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of all tensor data (the index's ``total_size``)."""
+        return sum(self.nbytes(n) for n in self.shapes)
+
+    @property
+    def parameters(self) -> int:
+        """Weights of the model (block scales not counted)."""
+        return sum(math.prod(s) for n, s in self.shapes.items() if not n.endswith(".weight_scale_inv"))
+
+    def bytes_by_dtype(self) -> dict[str, int]:
+        """Tensor bytes by dtype."""
+        out: dict[str, int] = {}
+        for n in self.shapes:
+            out[self.dtypes[n]] = out.get(self.dtypes[n], 0) + self.nbytes(n)
+        return out
+
+
+def _fp8_config(path: Path, cfg: dict) -> dict | None:
+    """The written config.json for a quantized source (None for a bf16 one); ``ConfigError`` for what is not made."""
+    qc = cfg.get("quantization_config")
+    if not qc:
+        return None
+    field = f"{path}: quantization_config"
+    if not isinstance(qc, dict):
+        raise ConfigError(f"{field} is {qc!r}, not a mapping")
+    method = qc.get("quant_method")
+    if method != "fp8":
+        raise ConfigError(
+            f"{field}.quant_method is {method!r}; random weights are plain bf16 or block FP8 (quant_method 'fp8', "
+            "weight_block_size [128, 128]): use a config without quantization_config and ask the engine to quantize "
+            "(knobs.quantization: fp8), or one that declares fp8"
+        )
+    block = qc.get("weight_block_size")
+    if block is not None and (not isinstance(block, list | tuple) or list(block) != [FP8_BLOCK, FP8_BLOCK]):
+        raise ConfigError(
+            f"{field}.weight_block_size is {block}; random FP8 weights are written in [128, 128] blocks only "
+            "(the one block size LMDeploy's TurboMind reads for fp8)"
+        )
+    if qc.get("fmt", "e4m3") != "e4m3":
+        raise ConfigError(f"{field}.fmt is {qc['fmt']!r}; random FP8 weights are e4m3 (float8_e4m3fn)")
+    if qc.get("activation_scheme", "dynamic") != "dynamic":
+        raise ConfigError(
+            f"{field}.activation_scheme is {qc['activation_scheme']!r}; random block-FP8 weights need 'dynamic' "
+            "(no activation scales are written)"
+        )
+    for key, value in qc.items():
+        if key in _FP8_KEYS:
+            continue
+        if key in ("modules_to_not_convert", "ignored_layers") and set(value or ()) <= set(_FP8_UNQUANTIZED_OK):
+            continue  # names only what stays bf16 here anyway
+        raise ConfigError(
+            f"{field}.{key} ({value!r}) is not written by random block-FP8 weights (they know "
+            f"{', '.join(_FP8_KEYS)}; only the decoder layers' projections are fp8)"
+        )
+    quant = {**qc, "quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic"}
+    quant["weight_block_size"] = [FP8_BLOCK, FP8_BLOCK]
+    return {**cfg, "quantization_config": quant}
+
+
+def plan_random_weights(model_dir: str | Path, shard_bytes: int = SHARD_BYTES) -> CheckpointPlan:
+    """The tensors, dtypes, shards and config.json of ``model_dir``'s random weights (nothing is written).
+
+    A ``config.json`` without ``quantization_config`` gives bf16; one with ``quant_method: fp8`` (block size
+    absent or [128, 128], e4m3, dynamic activations) gives block FP8; anything else is a ``ConfigError``
+    naming the file and the field.
+    """
+    src = resolve_model_dir(model_dir)
+    shape = read_model_shape(src)
+    cfg = json.loads((src / "config.json").read_text(encoding="utf-8"))
+    fp8 = _fp8_config(src / "config.json", cfg)
+    shapes: dict[str, tuple[int, ...]] = {}
+    dtypes: dict[str, str] = {}
+    for name, dims in tensor_shapes(shape).items():
+        shapes[name] = dims
+        dtypes[name] = _FP8 if fp8 and is_linear(name) else _DTYPE
+        if fp8 and is_linear(name):
+            scale = name.removesuffix(".weight") + ".weight_scale_inv"
+            shapes[scale], dtypes[scale] = fp8_scale_shape(dims), _SCALE_DTYPE
+    return CheckpointPlan(
+        source=src,
+        precision="fp8" if fp8 else "bf16",
+        shapes=shapes,
+        dtypes=dtypes,
+        shards=plan_shards(shapes, shard_bytes, dtypes),
+        config=fp8 or cfg,
+    )
+
+
+def _random_e4m3_torch(shape: tuple[int, ...], gen):
+    """Uniform values in ±448 as a float8_e4m3fn tensor (torch imported lazily, as in ``_save_torch``)."""
+    import torch
+
+    # bf16 holds ±448 exactly; its rounding to e4m3 stays within it (the cast saturates besides)
+    return torch.empty(shape, dtype=torch.bfloat16).uniform_(-FP8_MAX, FP8_MAX, generator=gen).to(torch.float8_e4m3fn)
+
+
+def _save_torch(names: list[str], plan: CheckpointPlan, path: Path, seed: int) -> None:
     # torch is optional (heavy): the playbook's environment and the GPU host have it, a bare host may not
     import torch
     from safetensors.torch import save_file  # safetensors.torch imports torch: lazily, for the same reason
@@ -124,21 +280,78 @@ def _save_torch(names: list[str], shapes: dict[str, tuple[int, ...]], path: Path
     gen = torch.Generator().manual_seed(seed)
     tensors = {}
     for name in names:
-        t = torch.empty(shapes[name], dtype=torch.bfloat16)
-        tensors[name] = t.fill_(1.0) if is_norm(name) else t.uniform_(-BOUND, BOUND, generator=gen)
+        shape, dtype = plan.shapes[name], plan.dtypes[name]
+        if dtype == _FP8:
+            tensors[name] = _random_e4m3_torch(shape, gen)
+        elif dtype == _SCALE_DTYPE:
+            tensors[name] = torch.full(shape, FP8_SCALE, dtype=torch.float32)
+        else:
+            t = torch.empty(shape, dtype=torch.bfloat16)
+            tensors[name] = t.fill_(1.0) if is_norm(name) else t.uniform_(-BOUND, BOUND, generator=gen)
     save_file(tensors, str(path), metadata={"format": "pt"})
 
 
-def _save_numpy(names: list[str], shapes: dict[str, tuple[int, ...]], path: Path, seed: int) -> None:
+def _e4m3_table() -> np.ndarray:
+    """The non-negative finite float8_e4m3fn values, indexed by their bit pattern 0x00-0x7E (0x7F is NaN)."""
+    bits = np.arange(0x7F)
+    exp, man = bits >> 3, (bits & 7) / 8
+    return np.where(exp == 0, man * 2.0**-6, (1 + man) * 2.0 ** (exp - 7))
+
+
+_E4M3 = _e4m3_table()
+
+
+def _e4m3_bits_by_table(a: np.ndarray) -> np.ndarray:
+    """e4m3 bit patterns of non-negative values by the nearest table entry, ties to the even pattern."""
+    hi = np.minimum(np.searchsorted(_E4M3, a), len(_E4M3) - 1)  # first value ≥ a (the largest if none)
+    lo = np.maximum(hi - 1, 0)
+    up_gap, down_gap = _E4M3[hi] - a, a - _E4M3[lo]
+    return np.where((up_gap < down_gap) | ((up_gap == down_gap) & (hi % 2 == 0)), hi, lo).astype(np.uint8)
+
+
+def e4m3_bits(x: np.ndarray) -> np.ndarray:
+    """float8_e4m3fn bit patterns (uint8) of finite ``x``: round to nearest, ties to even, saturating at ±448.
+
+    numpy has no float8; safetensors writes these bytes under the dtype ``float8_e4m3fn`` (header ``F8_E4M3``).
+    Normal values round float32's mantissa to 3 bits by integer arithmetic; the subnormal ones (below 2⁻⁶,
+    one draw in 28,000 of ±448) take the table.
+    """
+    f = np.ascontiguousarray(x, np.float32)
+    u = f.view(np.uint32)
+    a = np.minimum(u & np.uint32(0x7FFFFFFF), np.uint32(0x43E00000))  # |x|'s bits, at most 448's
+    r = a + np.uint32(0x7FFFF) + ((a >> 20) & np.uint32(1))  # round to nearest even at mantissa bit 20
+    code = ((r >> 23).astype(np.int32) - (127 - 7)) * 8 + ((r >> 20) & np.uint32(7)).astype(np.int32)
+    out = np.clip(code, 0, 0x7E).astype(np.uint8)
+    small = a < np.uint32(0x3C800000)  # below 2**-6: e4m3 subnormals
+    if small.any():
+        out[small] = _e4m3_bits_by_table(np.abs(f[small]).astype(np.float64))
+    return out | ((u >> 24).astype(np.uint8) & np.uint8(0x80))
+
+
+def _random_e4m3_numpy(shape: tuple[int, ...], rng: np.random.Generator, chunk: int = 1 << 22) -> np.ndarray:
+    """Uniform values in ±448 as e4m3 bytes, converted a chunk at a time (float64 temporaries stay small)."""
+    out = np.empty(math.prod(shape), np.uint8)
+    for i in range(0, out.size, chunk):
+        n = min(chunk, out.size - i)
+        out[i : i + n] = e4m3_bits((rng.random(n, np.float32) * 2 - 1) * np.float32(FP8_MAX))
+    return out.reshape(shape)
+
+
+def _save_numpy(names: list[str], plan: CheckpointPlan, path: Path, seed: int) -> None:
     """Write with numpy, which has no bf16: the top 16 bits of each float32 are its bf16 value (truncated)."""
     rng = np.random.default_rng(seed)
     arrays: dict[str, np.ndarray] = {}
     for name in names:
-        shape = shapes[name]
-        f32 = np.ones(shape, np.float32) if is_norm(name) else (rng.random(shape, np.float32) * 2 - 1) * BOUND
-        arrays[name] = np.ascontiguousarray((f32.view(np.uint32) >> 16).astype(np.uint16))
+        shape, dtype = plan.shapes[name], plan.dtypes[name]
+        if dtype == _FP8:
+            arrays[name] = _random_e4m3_numpy(shape, rng)
+        elif dtype == _SCALE_DTYPE:
+            arrays[name] = np.full(shape, FP8_SCALE, np.float32)
+        else:
+            f32 = np.ones(shape, np.float32) if is_norm(name) else (rng.random(shape, np.float32) * 2 - 1) * BOUND
+            arrays[name] = np.ascontiguousarray((f32.view(np.uint32) >> 16).astype(np.uint16))
     specs = {
-        k: TensorSpec(dtype=_DTYPE, shape=list(a.shape), data_ptr=a.ctypes.data, data_len=a.nbytes)
+        k: TensorSpec(dtype=plan.dtypes[k], shape=list(a.shape), data_ptr=a.ctypes.data, data_len=a.nbytes)
         for k, a in arrays.items()
     }
     serialize_file(specs, str(path), metadata={"format": "pt"})  # ``arrays`` keeps the buffers alive
@@ -157,11 +370,33 @@ def _backend(requested: str) -> str:
     return "torch"
 
 
-def _copy_model_files(src: Path, dst: Path) -> None:
-    """Copy everything of the model folder except weights (config, tokenizer, generation config)."""
-    for p in sorted(src.iterdir()):
-        if p.is_file() and not p.name.endswith(_WEIGHT_SUFFIXES) and p.name not in (INDEX, MARKER):
-            shutil.copy2(p, dst / p.name)
+def _model_files(src: Path) -> list[Path]:
+    """Everything of the model folder except weights (config, tokenizer, generation config)."""
+    return [
+        p
+        for p in sorted(src.iterdir())
+        if p.is_file() and not p.name.endswith(_WEIGHT_SUFFIXES) and p.name not in (INDEX, MARKER)
+    ]
+
+
+def _existing_parent(path: Path) -> Path:
+    """``path`` or its nearest parent that exists (the filesystem a new folder there lands on)."""
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_free_space(out: Path, needed: int) -> None:
+    """``ConfigError`` when the filesystem ``out`` goes to has less than ``needed`` bytes (plus a margin) free."""
+    where = _existing_parent(out)
+    free = shutil.disk_usage(where).free
+    if free < needed + DISK_MARGIN:
+        raise ConfigError(
+            f"{out}: the random weights need {needed / _GIB:.1f} GiB but {where} has {free / _GIB:.1f} GiB free "
+            f"(and {DISK_MARGIN // 2**20} MiB are kept to spare); nothing was written: pass --out on a larger "
+            "filesystem (playbook random-weights MODEL_DIR --out DIR)"
+        )
 
 
 def write_random_weights(
@@ -172,21 +407,16 @@ def write_random_weights(
     seed: int = 0,
     log: Callable[[str], None] = print,
 ) -> Path:
-    """Write a model folder of random bf16 weights for ``model_dir`` into ``out``; return ``out``.
+    """Write a model folder of random weights for ``model_dir`` into ``out``; return ``out``.
 
-    ``out`` defaults to ``random_weights_dir(model_dir)``. Nothing is written when ``out`` already
-    holds the weights of the same ``config.json``. A checkpoint that declares a quantization (FP8
-    scales, INT4 groups) is refused: these weights are plain bf16.
+    bf16, or block FP8 when ``config.json`` declares ``quant_method: fp8`` (see the module's docstring;
+    ``plan_random_weights`` says what is written). ``out`` defaults to ``random_weights_dir(model_dir)``.
+    Nothing is written when ``out`` already holds the weights of the same ``config.json``, or when its
+    filesystem has too little free space for them (``ConfigError``). Any other quantization (AWQ, GPTQ,
+    FP8 in other blocks) is refused.
     """
-    src = resolve_model_dir(model_dir)
-    shape = read_model_shape(src)
-    cfg = json.loads((src / "config.json").read_text(encoding="utf-8"))
-    if cfg.get("quantization_config"):
-        method = cfg["quantization_config"].get("quant_method")
-        raise ConfigError(
-            f"{src / 'config.json'}: declares quantization_config ({method}); random weights are plain bf16 "
-            "(no scales): use a config without it and ask the engine to quantize (knobs.quantization: fp8)"
-        )
+    plan = plan_random_weights(model_dir, shard_bytes)
+    src = plan.source
     digest = config_hash(src)
     out = Path(out) if out else random_weights_dir(src)
     if is_complete(out, digest):
@@ -197,33 +427,42 @@ def write_random_weights(
             f"{out}: exists and does not hold random weights of this config.json; remove it or pick --out"
         )
     how = _backend(backend)
-    shapes = tensor_shapes(shape)
-    shards = plan_shards(shapes, shard_bytes)
+    files = _model_files(src)
+    check_free_space(out, plan.total_bytes + sum(p.stat().st_size for p in files))
+    shards = plan.shards
     tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     t0, weight_map, total = time.monotonic(), {}, 0
     try:
-        _copy_model_files(src, tmp)
+        for p in files:
+            shutil.copy2(p, tmp / p.name)
+        if plan.config != json.loads((src / "config.json").read_text(encoding="utf-8")):
+            # the written config.json declares the files' format (block size, fmt); the source is left as it is
+            (tmp / "config.json").write_text(json.dumps(plan.config, indent=2) + "\n", encoding="utf-8")
         for i, names in enumerate(shards, 1):
             fname = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
-            (_save_torch if how == "torch" else _save_numpy)(names, shapes, tmp / fname, seed + i)
+            (_save_torch if how == "torch" else _save_numpy)(names, plan, tmp / fname, seed + i)
             weight_map.update(dict.fromkeys(names, fname))
-            total += sum(int(np.prod(shapes[n])) * _BYTES for n in names)
+            total += sum(plan.nbytes(n) for n in names)
             log(f"random weights: {fname} written ({time.monotonic() - t0:.0f} s)")
         index = {"metadata": {"total_size": total}, "weight_map": weight_map}
         (tmp / INDEX).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
         marker = {
             "config_sha256_12": digest,
             "source": str(src),
-            "tensors": len(shapes),
-            "parameters": total // _BYTES,
+            "precision": plan.precision,
+            "tensors": len(plan.shapes),
+            "parameters": plan.parameters,
             "bytes": total,
-            "dtype": _DTYPE,
+            "bytes_by_dtype": plan.bytes_by_dtype(),
+            "dtype": _FP8 if plan.precision == "fp8" else _DTYPE,
             "uniform_bound": BOUND,
             "backend": how,
             "seconds": round(time.monotonic() - t0, 1),
         }
+        if plan.precision == "fp8":
+            marker |= {"fp8_block": [FP8_BLOCK, FP8_BLOCK], "fp8_scale": FP8_SCALE, "fp8_bound": FP8_MAX * FP8_SCALE}
         (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
         if out.exists():
             out.rmdir()  # empty (checked above)
@@ -231,5 +470,8 @@ def write_random_weights(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    log(f"random weights: {out} ({total / 2**30:.2f} GiB in {len(shards)} shards, {marker['seconds']} s, {how})")
+    log(
+        f"random weights: {out} ({total / 2**30:.2f} GiB in {len(shards)} shards, {marker['seconds']} s, {how}, "
+        f"{plan.precision})"
+    )
     return out

@@ -118,10 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--part-size-mib", type=float, default=48, help="part size for --split (MiB, default 48)")
     m.set_defaults(func=_setup_model)
     w = sub.add_parser(
-        "random-weights", help="write random bf16 weights for a model folder (engines without dummy weights)"
+        "random-weights",
+        help="write random weights for a model folder (engines without dummy weights): bf16, or block FP8 "
+        "(float8_e4m3fn, 128 × 128 blocks, float32 weight_scale_inv) when config.json declares quant_method fp8; "
+        "the destination's free space is checked first",
     )
     w.add_argument("model_dir", help="model folder with config.json and tokenizer (e.g. playbook/models/llama-3.1-8b)")
-    w.add_argument("--out", help="output folder (default /dev/shm/pb-models/<name>-<config hash>, else a cache folder)")
+    w.add_argument(
+        "--out",
+        help="output folder (default /dev/shm/pb-models/<name>-<config hash>, else a cache folder); "
+        "one on a larger filesystem when the default has too little room",
+    )
     w.add_argument("--shard-gib", type=float, default=SHARD_BYTES / 2**30, help="shard size in GiB (default 4)")
     w.add_argument(
         "--backend", default="auto", choices=["auto", "torch", "numpy"], help="generator (auto: torch if present)"

@@ -7,6 +7,8 @@ for the series, ``pytorch/engine/executor/base.py`` for the CacheEngine log line
 the fallback warning (worded as LMDeploy 0.18.0 printed it on the H200).
 """
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -364,11 +366,16 @@ def test_the_container_form_keeps_the_mounted_path(tmp_path):
     assert args[:3] == ["serve", "api_server", "/model"]
 
 
-def test_random_weights_for_a_quantized_checkpoint_fail_the_row_not_the_run():
+def test_random_weights_for_a_quantized_checkpoint_fail_the_row_not_the_run(tmp_path):
+    awq = tmp_path / "tiny-awq"  # AWQ: no random weights (FP8 gets block-FP8 ones, tests/model/test_random_weights.py)
+    shutil.copytree(MODELS_DIR / "tiny-llama", awq)
+    config_json = json.loads((awq / "config.json").read_text())
+    config_json["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"}
+    (awq / "config.json").write_text(json.dumps(config_json))
     cfg = parse_config(
         {
             "name": "t",
-            "model": {"path": "llama-3.3-70b-fp8"},
+            "model": {"path": str(awq)},
             "engines": [
                 {
                     "label": "lmd",
@@ -380,7 +387,7 @@ def test_random_weights_for_a_quantized_checkpoint_fail_the_row_not_the_run():
             ],
         }
     )
-    with pytest.raises(EngineError, match="engine 'lmd': no random weights: .*declares quantization_config"):
+    with pytest.raises(EngineError, match="engine 'lmd': no random weights: .*quant_method is 'awq'"):
         get_engine("lmdeploy").prepare(cfg.engines[0], cfg.model)
 
 
