@@ -28,8 +28,7 @@ with the same ``config.json`` finds it complete and does nothing. Folders are wr
 temporary name and renamed when complete, so an interrupted run never leaves a folder that looks done;
 before anything is written, the destination's free space is checked against the checkpoint's bytes
 (a 70B FP8 checkpoint is about 72 GB, more than /dev/shm holds at its usual default size on a 128 GB
-host, half its memory). Shards are written one at a
-time: only one shard is held in memory.
+host, half its memory). Shards are written one at a time: only one shard is held in memory.
 """
 
 from __future__ import annotations
