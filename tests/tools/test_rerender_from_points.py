@@ -28,9 +28,16 @@ RUN = "h100-20261205-chat-8b-vllm"
 
 
 def _archive(tmp_path: Path) -> Path:
-    """A copy of the archived run in a reports folder of its own; its run folder."""
+    """A copy of the archived run in a reports folder of its own, its ``run.json`` as a measuring run writes it.
+
+    The archives' own ``run.json`` files have no ``notebook_seconds`` (their measuring runs' timings were lost
+    to re-renders before these kept them), so the copy gets a measuring run's record, timings included.
+    """
     run = tmp_path / "reports" / RUN
     shutil.copytree(REPORTS_DIR / RUN, run, symlinks=True)
+    measured = {nb.name: 60.0 + i for i, nb in enumerate(notebooks())}  # step 5 measured: minutes, not 2 s
+    record = {"run_id": RUN, "failures": {}, "notebook_seconds": measured}
+    (run / "run.json").write_text(json.dumps(record), encoding="utf-8")
     return run
 
 
