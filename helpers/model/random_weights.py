@@ -48,6 +48,17 @@ from safetensors import TensorSpec, serialize_file
 
 from helpers.core.errors import ConfigError
 from helpers.core.paths import resolve_model_dir
+from helpers.model.fp8_blocks import (
+    FP8_BLOCK,
+    FP8_DTYPE,
+    FP8_MAX,
+    SCALE_DTYPE,
+    fp8_config,
+    fp8_scale_shape,
+    is_linear,
+    random_e4m3_numpy,
+    random_e4m3_torch,
+)
 from helpers.model.shape import ModelShape, read_model_shape
 
 SHM_ROOT = Path("/dev/shm/pb-models")
@@ -57,17 +68,11 @@ INDEX = "model.safetensors.index.json"
 SHARD_BYTES = 4 * 2**30  # like Hugging Face checkpoints: a few GiB per file
 BOUND = 1e-3  # weights are uniform in [-BOUND, BOUND]
 DISK_MARGIN = 256 * 2**20  # free space asked for beyond the files themselves
-FP8_BLOCK = 128  # block-FP8 scales cover 128 × 128 weights (TurboMind takes no other size for fp8)
-FP8_MAX = 448.0  # the largest finite float8_e4m3fn value
 FP8_SCALE = 2.0 ** math.floor(math.log2(BOUND / FP8_MAX))  # 2**-19: fp8 values × this stay within ±BOUND
-LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 _DTYPE = "bfloat16"
 _BYTES = 2
-_FP8, _SCALE_DTYPE = "float8_e4m3fn", "float32"
-_DTYPE_BYTES = {_DTYPE: _BYTES, _FP8: 1, _SCALE_DTYPE: 4}
-_FP8_KEYS = ("quant_method", "fmt", "activation_scheme", "weight_block_size")
-_FP8_UNQUANTIZED_OK = ("lm_head", "embed_tokens", "model.embed_tokens")  # kept bf16 here anyway
+_DTYPE_BYTES = {_DTYPE: _BYTES, FP8_DTYPE: 1, SCALE_DTYPE: 4}
 _GIB = 2**30
 
 
@@ -99,18 +104,6 @@ def tensor_shapes(s: ModelShape) -> dict[str, tuple[int, ...]]:
 def is_norm(name: str) -> bool:
     """Whether a tensor is an RMSNorm weight (filled with 1.0, as a trained model's start)."""
     return name.endswith("layernorm.weight") or name == "model.norm.weight"
-
-
-def is_linear(name: str) -> bool:
-    """Whether a tensor is the weight of a decoder layer's linear projection (what block FP8 quantizes)."""
-    parts = name.split(".")
-    return name.startswith("model.layers.") and parts[-1] == "weight" and parts[-2] in LINEAR
-
-
-def fp8_scale_shape(shape: tuple[int, ...]) -> tuple[int, int]:
-    """The ``weight_scale_inv`` shape of an [out, in] fp8 weight: one scale per 128 × 128 block, edges included."""
-    rows, cols = shape
-    return (math.ceil(rows / FP8_BLOCK), math.ceil(cols / FP8_BLOCK))
 
 
 def config_hash(model_dir: str | Path) -> str:
@@ -193,48 +186,6 @@ class CheckpointPlan:
         return out
 
 
-def _fp8_config(path: Path, cfg: dict) -> dict | None:
-    """The written config.json for a quantized source (None for a bf16 one); ``ConfigError`` for what is not made."""
-    qc = cfg.get("quantization_config")
-    if not qc:
-        return None
-    field = f"{path}: quantization_config"
-    if not isinstance(qc, dict):
-        raise ConfigError(f"{field} is {qc!r}, not a mapping")
-    method = qc.get("quant_method")
-    if method != "fp8":
-        raise ConfigError(
-            f"{field}.quant_method is {method!r}; random weights are plain bf16 or block FP8 (quant_method 'fp8', "
-            "weight_block_size [128, 128]): use a config without quantization_config and ask the engine to quantize "
-            "(knobs.quantization: fp8), or one that declares fp8"
-        )
-    block = qc.get("weight_block_size")
-    if block is not None and (not isinstance(block, list | tuple) or list(block) != [FP8_BLOCK, FP8_BLOCK]):
-        raise ConfigError(
-            f"{field}.weight_block_size is {block}; random FP8 weights are written in [128, 128] blocks only "
-            "(the one block size LMDeploy's TurboMind reads for fp8)"
-        )
-    if qc.get("fmt", "e4m3") != "e4m3":
-        raise ConfigError(f"{field}.fmt is {qc['fmt']!r}; random FP8 weights are e4m3 (float8_e4m3fn)")
-    if qc.get("activation_scheme", "dynamic") != "dynamic":
-        raise ConfigError(
-            f"{field}.activation_scheme is {qc['activation_scheme']!r}; random block-FP8 weights need 'dynamic' "
-            "(no activation scales are written)"
-        )
-    for key, value in qc.items():
-        if key in _FP8_KEYS:
-            continue
-        if key in ("modules_to_not_convert", "ignored_layers") and set(value or ()) <= set(_FP8_UNQUANTIZED_OK):
-            continue  # names only what stays bf16 here anyway
-        raise ConfigError(
-            f"{field}.{key} ({value!r}) is not written by random block-FP8 weights (they know "
-            f"{', '.join(_FP8_KEYS)}; only the decoder layers' projections are fp8)"
-        )
-    quant = {**qc, "quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic"}
-    quant["weight_block_size"] = [FP8_BLOCK, FP8_BLOCK]
-    return {**cfg, "quantization_config": quant}
-
-
 def plan_random_weights(model_dir: str | Path, shard_bytes: int = SHARD_BYTES) -> CheckpointPlan:
     """The tensors, dtypes, shards and config.json of ``model_dir``'s random weights (nothing is written).
 
@@ -245,15 +196,15 @@ def plan_random_weights(model_dir: str | Path, shard_bytes: int = SHARD_BYTES) -
     src = resolve_model_dir(model_dir)
     shape = read_model_shape(src)
     cfg = json.loads((src / "config.json").read_text(encoding="utf-8"))
-    fp8 = _fp8_config(src / "config.json", cfg)
+    fp8 = fp8_config(src / "config.json", cfg)
     shapes: dict[str, tuple[int, ...]] = {}
     dtypes: dict[str, str] = {}
     for name, dims in tensor_shapes(shape).items():
         shapes[name] = dims
-        dtypes[name] = _FP8 if fp8 and is_linear(name) else _DTYPE
+        dtypes[name] = FP8_DTYPE if fp8 and is_linear(name) else _DTYPE
         if fp8 and is_linear(name):
             scale = name.removesuffix(".weight") + ".weight_scale_inv"
-            shapes[scale], dtypes[scale] = fp8_scale_shape(dims), _SCALE_DTYPE
+            shapes[scale], dtypes[scale] = fp8_scale_shape(dims), SCALE_DTYPE
     return CheckpointPlan(
         source=src,
         precision="fp8" if fp8 else "bf16",
@@ -262,14 +213,6 @@ def plan_random_weights(model_dir: str | Path, shard_bytes: int = SHARD_BYTES) -
         shards=plan_shards(shapes, shard_bytes, dtypes),
         config=fp8 or cfg,
     )
-
-
-def _random_e4m3_torch(shape: tuple[int, ...], gen):
-    """Uniform values in ±448 as a float8_e4m3fn tensor (torch imported lazily, as in ``_save_torch``)."""
-    import torch
-
-    # bf16 holds ±448 exactly; its rounding to e4m3 stays within it (the cast saturates besides)
-    return torch.empty(shape, dtype=torch.bfloat16).uniform_(-FP8_MAX, FP8_MAX, generator=gen).to(torch.float8_e4m3fn)
 
 
 def _save_torch(names: list[str], plan: CheckpointPlan, path: Path, seed: int) -> None:
@@ -281,60 +224,14 @@ def _save_torch(names: list[str], plan: CheckpointPlan, path: Path, seed: int) -
     tensors = {}
     for name in names:
         shape, dtype = plan.shapes[name], plan.dtypes[name]
-        if dtype == _FP8:
-            tensors[name] = _random_e4m3_torch(shape, gen)
-        elif dtype == _SCALE_DTYPE:
+        if dtype == FP8_DTYPE:
+            tensors[name] = random_e4m3_torch(shape, gen)
+        elif dtype == SCALE_DTYPE:
             tensors[name] = torch.full(shape, FP8_SCALE, dtype=torch.float32)
         else:
             t = torch.empty(shape, dtype=torch.bfloat16)
             tensors[name] = t.fill_(1.0) if is_norm(name) else t.uniform_(-BOUND, BOUND, generator=gen)
     save_file(tensors, str(path), metadata={"format": "pt"})
-
-
-def _e4m3_table() -> np.ndarray:
-    """The non-negative finite float8_e4m3fn values, indexed by their bit pattern 0x00-0x7E (0x7F is NaN)."""
-    bits = np.arange(0x7F)
-    exp, man = bits >> 3, (bits & 7) / 8
-    return np.where(exp == 0, man * 2.0**-6, (1 + man) * 2.0 ** (exp - 7))
-
-
-_E4M3 = _e4m3_table()
-
-
-def _e4m3_bits_by_table(a: np.ndarray) -> np.ndarray:
-    """e4m3 bit patterns of non-negative values by the nearest table entry, ties to the even pattern."""
-    hi = np.minimum(np.searchsorted(_E4M3, a), len(_E4M3) - 1)  # first value ≥ a (the largest if none)
-    lo = np.maximum(hi - 1, 0)
-    up_gap, down_gap = _E4M3[hi] - a, a - _E4M3[lo]
-    return np.where((up_gap < down_gap) | ((up_gap == down_gap) & (hi % 2 == 0)), hi, lo).astype(np.uint8)
-
-
-def e4m3_bits(x: np.ndarray) -> np.ndarray:
-    """float8_e4m3fn bit patterns (uint8) of finite ``x``: round to nearest, ties to even, saturating at ±448.
-
-    numpy has no float8; safetensors writes these bytes under the dtype ``float8_e4m3fn`` (header ``F8_E4M3``).
-    Normal values round float32's mantissa to 3 bits by integer arithmetic; the subnormal ones (below 2⁻⁶,
-    one draw in 28,000 of ±448) take the table.
-    """
-    f = np.ascontiguousarray(x, np.float32)
-    u = f.view(np.uint32)
-    a = np.minimum(u & np.uint32(0x7FFFFFFF), np.uint32(0x43E00000))  # |x|'s bits, at most 448's
-    r = a + np.uint32(0x7FFFF) + ((a >> 20) & np.uint32(1))  # round to nearest even at mantissa bit 20
-    code = ((r >> 23).astype(np.int32) - (127 - 7)) * 8 + ((r >> 20) & np.uint32(7)).astype(np.int32)
-    out = np.clip(code, 0, 0x7E).astype(np.uint8)
-    small = a < np.uint32(0x3C800000)  # below 2**-6: e4m3 subnormals
-    if small.any():
-        out[small] = _e4m3_bits_by_table(np.abs(f[small]).astype(np.float64))
-    return out | ((u >> 24).astype(np.uint8) & np.uint8(0x80))
-
-
-def _random_e4m3_numpy(shape: tuple[int, ...], rng: np.random.Generator, chunk: int = 1 << 22) -> np.ndarray:
-    """Uniform values in ±448 as e4m3 bytes, converted a chunk at a time (float64 temporaries stay small)."""
-    out = np.empty(math.prod(shape), np.uint8)
-    for i in range(0, out.size, chunk):
-        n = min(chunk, out.size - i)
-        out[i : i + n] = e4m3_bits((rng.random(n, np.float32) * 2 - 1) * np.float32(FP8_MAX))
-    return out.reshape(shape)
 
 
 def _save_numpy(names: list[str], plan: CheckpointPlan, path: Path, seed: int) -> None:
@@ -343,9 +240,9 @@ def _save_numpy(names: list[str], plan: CheckpointPlan, path: Path, seed: int) -
     arrays: dict[str, np.ndarray] = {}
     for name in names:
         shape, dtype = plan.shapes[name], plan.dtypes[name]
-        if dtype == _FP8:
-            arrays[name] = _random_e4m3_numpy(shape, rng)
-        elif dtype == _SCALE_DTYPE:
+        if dtype == FP8_DTYPE:
+            arrays[name] = random_e4m3_numpy(shape, rng)
+        elif dtype == SCALE_DTYPE:
             arrays[name] = np.full(shape, FP8_SCALE, np.float32)
         else:
             f32 = np.ones(shape, np.float32) if is_norm(name) else (rng.random(shape, np.float32) * 2 - 1) * BOUND
@@ -456,7 +353,7 @@ def write_random_weights(
             "parameters": plan.parameters,
             "bytes": total,
             "bytes_by_dtype": plan.bytes_by_dtype(),
-            "dtype": _FP8 if plan.precision == "fp8" else _DTYPE,
+            "dtype": FP8_DTYPE if plan.precision == "fp8" else _DTYPE,
             "uniform_bound": BOUND,
             "backend": how,
             "seconds": round(time.monotonic() - t0, 1),

@@ -11,6 +11,7 @@ from safetensors import safe_open
 
 from helpers.core.errors import ConfigError
 from helpers.core.paths import MODELS_DIR
+from helpers.model import fp8_blocks
 from helpers.model import random_weights as rw
 from helpers.model.shape import count_parameters, read_model_shape
 
@@ -164,7 +165,7 @@ def test_fp8_config_gets_block_fp8_linear_layers(tmp_path, backend):
     rw.write_random_weights(src, out, shard_bytes=2 * 2**20, backend=backend, log=lines.append)
     tensors = load_all(out)
     shapes = rw.tensor_shapes(read_model_shape(src))
-    linear = [n for n in shapes if n.split(".")[-2] in rw.LINEAR]
+    linear = [n for n in shapes if n.split(".")[-2] in fp8_blocks.LINEAR]
     assert len(linear) == 2 * 7 and all(n.startswith("model.layers.") for n in linear)
     scales = {n.removesuffix(".weight") + ".weight_scale_inv" for n in linear}
     assert set(tensors) == set(shapes) | scales
@@ -215,7 +216,7 @@ def test_numpy_e4m3_bytes_are_torchs_float8():
     rand = (np.random.default_rng(1).random(100_000, np.float32) * 2 - 1) * 500  # past ±448: saturates
     for x in (table.numpy(), mids.astype(np.float32), rand, np.float32([-0.0, 1e-9, 460.0, -1e6])):
         want = torch.from_numpy(np.ascontiguousarray(x, np.float32)).to(torch.float8_e4m3fn).view(torch.uint8)
-        assert np.array_equal(rw.e4m3_bits(x), want.numpy())
+        assert np.array_equal(fp8_blocks.e4m3_bits(x), want.numpy())
 
 
 def test_llama_70b_fp8_plans_block_fp8_without_writing():
