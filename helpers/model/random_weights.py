@@ -330,7 +330,7 @@ def write_random_weights(
     tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    t0, weight_map, total = time.monotonic(), {}, 0
+    t0, weight_map, total = time.monotonic(), {}, plan.total_bytes
     try:
         for p in files:
             shutil.copy2(p, tmp / p.name)
@@ -341,7 +341,6 @@ def write_random_weights(
             fname = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
             (_save_torch if how == "torch" else _save_numpy)(names, plan, tmp / fname, seed + i)
             weight_map.update(dict.fromkeys(names, fname))
-            total += sum(plan.nbytes(n) for n in names)
             log(f"random weights: {fname} written ({time.monotonic() - t0:.0f} s)")
         index = {"metadata": {"total_size": total}, "weight_map": weight_map}
         (tmp / INDEX).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
@@ -368,7 +367,7 @@ def write_random_weights(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     log(
-        f"random weights: {out} ({total / 2**30:.2f} GiB in {len(shards)} shards, {marker['seconds']} s, {how}, "
+        f"random weights: {out} ({total / _GIB:.2f} GiB in {len(shards)} shards, {marker['seconds']} s, {how}, "
         f"{plan.precision})"
     )
     return out

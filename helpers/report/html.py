@@ -8,7 +8,6 @@ loaded from the network, so an archived report opens offline.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from helpers.report.first_page import first_page_html
 from helpers.report.index import configuration_head, hardware_text
 from helpers.report.notebook import STEP_TITLES, esc
 from helpers.report.pages import fragment, render
+from helpers.run.rerender import run_notes
 from helpers.run.summary import RunSummary, read_summary
 
 
@@ -88,9 +88,7 @@ def merged_notebook(run_dir: Path) -> nbformat.NotebookNode:
 
     run_dir = Path(run_dir)
     summary = read_summary(run_dir / "summary.json")
-    run_info = (
-        json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if (run_dir / "run.json").is_file() else {}
-    )
+    run_info = run_notes(run_dir)
     header = nbformat.v4.new_code_cell("")
     header.outputs = [
         new_output("display_data", data={"text/html": _header_html(summary, run_info.get("failures", {}))})

@@ -10,7 +10,6 @@ earlier ``summary.json``; where neither has one, the configuration's representat
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ from helpers.review.records import ReviewRecord
 from helpers.run import reader
 from helpers.run.folder import RunFolder
 from helpers.run.records import EngineResult, Representative
+from helpers.run.rerender import run_notes
 from helpers.run.summary import EngineSummary, Recommendation, RunSummary, SummaryError, read_summary
 from helpers.workload.profile import Profile
 
@@ -131,8 +131,7 @@ def build_summary(run_dir: Path, cfg: PlaybookConfig) -> RunSummary:
     decision, env = reader.read(folder, DecisionResult), reader.read(folder, EnvironmentRecord)
     risk, review = reader.read(folder, RiskRecord), reader.read(folder, ReviewRecord)
     quality, results = reader.read(folder, QualityGate), reader.engine_results(folder)
-    run_file = folder.file("run.json")  # the runner's own notes (failures, timings), not a step's record
-    run_info = json.loads(run_file.read_text(encoding="utf-8")) if run_file.is_file() else {}
+    run_info = run_notes(run_dir)  # the runner's own notes (failures, timings), not a step's record
     summary = RunSummary(
         run_id=folder.run_id,
         created_utc=_created_utc(earlier),

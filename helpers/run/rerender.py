@@ -40,10 +40,21 @@ class RerenderError(PlaybookError):
     """A re-render from points failed; the archived run folder was put back as it was."""
 
 
+def run_notes(run_dir: str | Path) -> dict[str, Any]:
+    """The run folder's ``run.json`` (the runner's own notes: failures, timings); {} when there is none.
+
+    A malformed file raises (``ValueError``), as the report's readers always did.
+    """
+    path = Path(run_dir) / RUN_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 def read_run_info(run_dir: str | Path) -> dict[str, Any] | None:
     """The run folder's ``run.json`` as a mapping; None when it is missing, unreadable or not a mapping."""
+    if not (Path(run_dir) / RUN_FILE).is_file():
+        return None
     try:
-        data = json.loads((Path(run_dir) / RUN_FILE).read_text(encoding="utf-8"))
+        data = run_notes(run_dir)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

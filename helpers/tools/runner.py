@@ -38,7 +38,7 @@ from helpers.report.run_summary import write_summary
 from helpers.run.lock import RunLock
 from helpers.run.processes import Watchdog
 from helpers.run.progress import PROGRESS_FILE
-from helpers.run.rerender import RerenderGuard, run_info
+from helpers.run.rerender import RUN_FILE, RerenderGuard, run_info
 from helpers.tools.engine_subset import config_file, select_engines
 from helpers.tools.kernel import RunKernel, kernel_manager_writing_to
 from helpers.tools.progress_console import watch_progress
@@ -228,6 +228,6 @@ def _run_locked(
                 print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)
     redact_logs(run_dir, secrets)
     guard.check(failures, list(timings))  # a guarded re-render stops here: the folder is put back
-    write_json_atomic(run_dir / "run.json", run_info(run_id, failures, timings, guard.earlier))
+    write_json_atomic(run_dir / RUN_FILE, run_info(run_id, failures, timings, guard.earlier))
     write_summary(run_dir, cfg)
     return render_report(run_dir)
