@@ -156,7 +156,7 @@ class EngineSpec(_Strict):
     engine_options: dict[str, str] = Field(
         default_factory=dict,
         description="Engine-specific settings the adapter understands (trtllm: backend: pytorch | tensorrt; "
-        "lmdeploy: backend: turbomind | pytorch, weights: random).",
+        "lmdeploy: backend: turbomind | pytorch, weights: random, weights_root: DIR).",
     )
     startup_timeout_s: float = Field(default=600, gt=0, description="Seconds to wait for health after launch.")
     note: str = Field(

@@ -25,7 +25,8 @@ blocked FP8 at load); TurboMind only reads checkpoints already in FP8, so it is 
 No dummy weights: LMDeploy has no dummy loader, so ``dummy_weights: true`` is refused. With
 ``engine_options: {weights: random}`` the engine is given the random-weight folder of the model
 (``helpers.model.random_weights``; ``prepare`` writes it before launch, or ``playbook
-random-weights MODEL_DIR`` on the host), else ``model.path`` itself, which must hold weights. The folder
+random-weights MODEL_DIR`` on the host; ``weights_root: DIR`` puts it under DIR instead of
+``/dev/shm/pb-models``, for ``--root DIR``), else ``model.path`` itself, which must hold weights. The folder
 is bf16, or block FP8 (float8_e4m3fn in 128 × 128 blocks, which TurboMind reads) when the model's
 ``config.json`` declares ``quant_method: fp8``.
 
@@ -76,6 +77,7 @@ DEFAULT_BACKEND = "turbomind"  # LMDeploy's own default
 OPTIONS = {
     "backend": "turbomind | pytorch",
     "weights": "random (random weights generated on the host: bf16, or block FP8 for an fp8 config.json)",
+    "weights_root": "a folder for the random weights (default /dev/shm/pb-models, else a cache folder)",
 }
 QUANT_POLICY_FP8 = "16"  # QuantPolicy.FP8: float8_e4m3fn, per-tensor scale (PyTorch engine only)
 _FALLBACK = re.compile(r"Fallback to pytorch engine because ([^\n]*)")
@@ -148,6 +150,8 @@ class LmdeployAdapter(EngineAdapter):
                 f"{who}: engine_options.weights: random needs the python launcher (the weights are written on "
                 f"this host; the {spec.launcher.kind} launcher would not see them)"
             )
+        if "weights_root" in spec.engine_options and spec.engine_options.get("weights") != "random":
+            raise ValueError(f"{who}: engine_options.weights_root: only with weights: random (it says where they go)")
         backend, k = self.backend(spec), spec.knobs
         if k.dummy_weights:
             raise ValueError(
@@ -197,7 +201,7 @@ class LmdeployAdapter(EngineAdapter):
         form) is passed on as given: random weights exist only on the host that wrote them.
         """
         if spec.engine_options.get("weights") == "random" and (Path(model_path) / "config.json").is_file():
-            return str(random_weights_dir(model_path))
+            return str(random_weights_dir(model_path, spec.engine_options.get("weights_root")))
         return model_path
 
     def prepare(self, spec: EngineSpec, model: ModelSpec) -> None:
@@ -209,7 +213,8 @@ class LmdeployAdapter(EngineAdapter):
         if spec.engine_options.get("weights") != "random":
             return
         try:
-            write_random_weights(model.directory)
+            root = spec.engine_options.get("weights_root")
+            write_random_weights(model.directory, random_weights_dir(model.directory, root))
         except ConfigError as err:
             raise EngineError(f"engine {spec.label!r}: no random weights: {err}") from None
 

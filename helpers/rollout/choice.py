@@ -63,8 +63,10 @@ def _knob_fields() -> set[str]:
 
 
 def real_weights_options(options: dict[str, str]) -> dict[str, str]:
-    """``engine_options`` without ``weights: random`` (``config_engines.placeholder_weights``' random folder)."""
-    return {k: v for k, v in options.items() if not (k == "weights" and v == "random")}
+    """``engine_options`` without ``weights: random`` (``config_engines.placeholder_weights``' random folder) and
+    without ``weights_root``, the folder those random weights were written to."""
+    random = options.get("weights") == "random"
+    return {k: v for k, v in options.items() if not (random and k in ("weights", "weights_root"))}
 
 
 def apply_tuned(spec: EngineSpec, tuned: dict[str, Any] | None) -> tuple[EngineSpec, dict[str, Any]]:

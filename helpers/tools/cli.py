@@ -11,7 +11,7 @@ from pathlib import Path
 from helpers.core.errors import PlaybookError
 from helpers.core.paths import REPORTS_DIR
 from helpers.launchers.config_check import load_config
-from helpers.model.random_weights import SHARD_BYTES, write_random_weights
+from helpers.model.random_weights import SHARD_BYTES, random_weights_dir, write_random_weights
 from helpers.tools.batch.run import add_batch_arguments, batch_command
 from helpers.tools.bundle import add_bundle_arguments, bundle_command
 from helpers.tools.check.command import add_check_arguments, check_command, preflight
@@ -65,7 +65,8 @@ def _setup_model(args: argparse.Namespace) -> int:
 
 
 def _random_weights(args: argparse.Namespace) -> int:
-    print(write_random_weights(args.model_dir, args.out, int(args.shard_gib * 2**30), args.backend))
+    out = args.out or (random_weights_dir(args.model_dir, args.root) if args.root else None)
+    print(write_random_weights(args.model_dir, out, int(args.shard_gib * 2**30), args.backend))
     return 0
 
 
@@ -124,10 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
         "the destination's free space is checked first",
     )
     w.add_argument("model_dir", help="model folder with config.json and tokenizer (e.g. playbook/models/llama-3.1-8b)")
-    w.add_argument(
+    where = w.add_mutually_exclusive_group()
+    where.add_argument(
         "--out",
         help="output folder (default /dev/shm/pb-models/<name>-<config hash>, else a cache folder); "
         "one on a larger filesystem when the default has too little room",
+    )
+    where.add_argument(
+        "--root",
+        help="write into ROOT/<name>-<config hash>, where LMDeploy's engine_options.weights_root: ROOT finds them",
     )
     w.add_argument("--shard-gib", type=float, default=SHARD_BYTES / 2**30, help="shard size in GiB (default 4)")
     w.add_argument(

@@ -152,6 +152,24 @@ def test_prepare_writes_the_random_weights_once(tmp_path, monkeypatch):
     assert len(list((tmp_path / "shm").iterdir())) == 1
 
 
+def test_weights_root_puts_the_random_weights_there_and_the_cli_writes_the_same_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(rw, "SHM_ROOT", tmp_path / "shm")
+    (tmp_path / "shm").mkdir()
+    root = tmp_path / "big-disk"
+    cfg = config(engine_options={"backend": "pytorch", "weights": "random", "weights_root": str(root)})
+    folder = Path(build(cfg, tmp_path)[0][5])
+    assert folder.parent == root and folder.name == f"tiny-llama-{rw.config_hash(MODEL_DIR)}"
+    args = build_parser().parse_args(["random-weights", MODEL_DIR, "--root", str(root)])
+    assert args.func(args) == 0
+    assert rw.is_complete(folder, rw.config_hash(MODEL_DIR))
+    stamp = (folder / rw.MARKER).stat().st_mtime_ns
+    get_engine("lmdeploy").prepare(cfg.engines[0], cfg.model)  # the engine finds them: nothing written again
+    assert (folder / rw.MARKER).stat().st_mtime_ns == stamp
+    assert not list((tmp_path / "shm").iterdir())
+    with pytest.raises(SystemExit):  # one destination or the other
+        build_parser().parse_args(["random-weights", MODEL_DIR, "--root", str(root), "--out", str(tmp_path / "o")])
+
+
 @pytest.mark.parametrize(
     ("knobs", "options", "message"),
     [
@@ -162,6 +180,7 @@ def test_prepare_writes_the_random_weights_once(tmp_path, monkeypatch):
         ({}, {"backend": "tensorrt"}, "engine_options.backend: unknown LMDeploy backend 'tensorrt'"),
         ({}, {"backnd": "pytorch"}, "engine_options.backnd: not an LMDeploy option; allowed: backend"),
         ({}, {"weights": "dummy"}, "engine_options.weights: only 'random' is known"),
+        ({}, {"weights_root": "/data"}, "engine_options.weights_root: only with weights: random"),
     ],
 )
 def test_what_lmdeploy_cannot_do_fails_at_config_time_naming_the_field(knobs, options, message):

@@ -49,6 +49,8 @@ def test_apply_tuned_drops_random_weights_and_keeps_the_backend():
     assert tuned.engine_options == {"backend": "turbomind"} and not tuned.placeholder_weights
     assert (tuned.knobs.max_num_seqs, tuned.knobs.dummy_weights, applied) == (32, False, {"max_num_seqs": 32})
     assert spec.engine_options["weights"] == "random"  # the config itself is not changed
+    rooted = spec.model_copy(update={"engine_options": {**spec.engine_options, "weights_root": "/data/pb"}})
+    assert apply_tuned(rooted, None)[0].engine_options == {"backend": "turbomind"}  # where they were written, too
 
 
 def test_the_rollout_of_an_lmdeploy_pick_loads_the_checkpoint(tmp_path):
