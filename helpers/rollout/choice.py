@@ -63,8 +63,10 @@ def _knob_fields() -> set[str]:
 
 
 def real_weights_options(options: dict[str, str]) -> dict[str, str]:
-    """``engine_options`` without ``weights: random`` (``config_engines.placeholder_weights``' random folder) and
-    without ``weights_root``, the folder those random weights were written to."""
+    """``engine_options`` without the random weights: ``weights: random`` and ``weights_root``, where they were written.
+
+    (``config_engines.placeholder_weights`` reads ``weights: random`` as placeholder weights.)
+    """
     random = options.get("weights") == "random"
     return {k: v for k, v in options.items() if not (random and k in ("weights", "weights_root"))}
 
