@@ -4,9 +4,10 @@ A re-render runs the notebooks again on an archived run folder and rewrites its 
 ``summary.json`` and report. When the folder holds a healthy archive (its ``run.json`` records no
 failures), ``RerenderGuard`` first copies the folder (``Snapshot``: a hidden folder beside it,
 ``.<run id>.rerender-*/<run id>``, a few MB); if a notebook fails, or anything else stops the re-render
-(an error, Ctrl-C), the folder is put back exactly as it was (what the re-render wrote is removed) and
+(an error, Ctrl-C), the folder is put back exactly as it was (what the re-render wrote is removed):
 ``RerenderError`` names the failed notebooks, their errors and the temporary folder that keeps the failed
-re-render's notebooks and logs. On success the copy is removed. A folder that already recorded failures,
+re-render's notebooks and logs; any other error or Ctrl-C is passed on after a line on stderr saying the
+folder was put back. On success the copy is removed. A folder that already recorded failures,
 and a measuring run, are not guarded: a failed notebook is written and the next one runs, as always.
 
 ``run.json``'s ``notebook_seconds`` is the wall time of the measuring run's notebooks (step 5 measured
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -180,3 +182,7 @@ class RerenderGuard:
                 f"the re-render from points of {self.run_dir} failed and the archive could not be put back "
                 f"({err.strerror or err}): its copy from before the re-render is {self.snapshot.copy}"
             ) from err
+        if not issubclass(kind, RerenderError):  # its message says so; any other error or Ctrl-C does not
+            print(
+                f"playbook: the re-render from points stopped; {self.run_dir} was put back as it was", file=sys.stderr
+            )

@@ -64,13 +64,19 @@ def test_a_failed_guarded_rerender_puts_the_folder_back_and_names_the_notebook(t
     assert issubclass(RerenderError, PlaybookError)
 
 
-def test_any_exception_puts_a_guarded_folder_back_and_success_removes_the_copy(tmp_path):
+def test_any_exception_puts_a_guarded_folder_back_and_success_removes_the_copy(tmp_path, capsys):
     run = _folder(tmp_path)
     before = _state(run)
     with pytest.raises(KeyboardInterrupt), RerenderGuard(run, from_points=True):
         _rerender(run)
         raise KeyboardInterrupt
     assert _state(run) == before
+    assert f"stopped; {run} was put back as it was" in capsys.readouterr().err
+    with pytest.raises(OSError), RerenderGuard(run, from_points=True):  # e.g. a full disk writing the report
+        _rerender(run)
+        raise OSError(28, "No space left on device")
+    assert _state(run) == before
+    assert "was put back as it was" in capsys.readouterr().err
     with RerenderGuard(run, from_points=True) as guard:
         _rerender(run)
         guard.check({}, ["01_workload.ipynb"])
