@@ -20,7 +20,6 @@ from helpers.report.first_page import first_page_html
 from helpers.report.index import configuration_head, hardware_text
 from helpers.report.notebook import STEP_TITLES, esc
 from helpers.report.pages import fragment, render
-from helpers.run.rerender import run_notes
 from helpers.run.summary import RunSummary, read_summary
 
 
@@ -34,8 +33,11 @@ def _clean_outputs(cell: nbformat.NotebookNode) -> None:
     cell["execution_count"] = None
 
 
-def _header_html(summary: RunSummary, failures: dict[str, str]) -> str:
-    """The report's header (``templates/pages/report_header.html.j2``) from the run's summary record."""
+def _header_html(summary: RunSummary) -> str:
+    """The report's header (``templates/pages/report_header.html.j2``) from the run's summary record.
+
+    Its failed notebooks are the summary's ``failures`` (``run.json``'s, read once by ``run_summary``).
+    """
     rec = summary.recommendation
     engines = ", ".join(f"{configuration_head(e.label, e.engine, e.version)}: {e.status}" for e in summary.engines)
     meta = [
@@ -52,7 +54,7 @@ def _header_html(summary: RunSummary, failures: dict[str, str]) -> str:
         workload=summary.workload,
         flags=summary.review_flags,
         first_page=fragment(first_page_html(summary)),
-        failures=failures,
+        failures=summary.failures,
         meta=[(k, "" if v is None else v) for k, v in meta],
         toc=list(STEP_TITLES.items()),
     )
@@ -88,11 +90,8 @@ def merged_notebook(run_dir: Path) -> nbformat.NotebookNode:
 
     run_dir = Path(run_dir)
     summary = read_summary(run_dir / "summary.json")
-    run_info = run_notes(run_dir)
     header = nbformat.v4.new_code_cell("")
-    header.outputs = [
-        new_output("display_data", data={"text/html": _header_html(summary, run_info.get("failures", {}))})
-    ]
+    header.outputs = [new_output("display_data", data={"text/html": _header_html(summary)})]
     cells = [header]
     seen_steps: set[int] = set()
     for path in sorted((run_dir / "notebooks").glob("*.ipynb")):

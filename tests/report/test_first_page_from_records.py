@@ -89,7 +89,7 @@ def test_first_page_renders_from_saved_records_with_every_compute_function_faili
 
     summary = build_summary(run, cfg)
     page = first_page_html(summary)
-    header = _header_html(summary, {})
+    header = _header_html(summary)
 
     assert [e.representative.key for e in summary.engines] == [e.representative.key for e in archived.engines]
     assert [e.usd_per_mtok_output for e in summary.engines] == [e.usd_per_mtok_output for e in archived.engines]

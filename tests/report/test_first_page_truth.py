@@ -51,7 +51,7 @@ def test_versions_are_recorded_or_said_missing_and_labels_are_not_repeated():
     s = _summary("h200-20261203-chat-70b-fp8")
     sg = s.engine("SGLang 0.5.16")
     assert sg.version is None and sg.version_source == ""  # rebuilt from points; step 4 checked vLLM only
-    header = _header_html(s, {})
+    header = _header_html(s)
     assert "sglang ?" not in header and "SGLang 0.5.16 (sglang version not recorded): partial" in header
     assert "vLLM 0.26.0: ok" in header and "vLLM 0.26.0 (vllm 0.26.0" not in header
     f = RunFolder(REPORTS / "h200-20261203-chat-70b-fp8")

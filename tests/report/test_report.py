@@ -71,8 +71,8 @@ def notebook() -> nbformat.NotebookNode:
 def run_dir(tmp_path):
     rd = tmp_path / "reports" / "20260102-030405-demo"
     (rd / "notebooks").mkdir(parents=True)
-    (rd / "summary.json").write_text(json.dumps(summary(rd.name)), encoding="utf-8")
     failures = {"03_benchmark.ipynb": f"RuntimeError: boom {XSS}"}
+    (rd / "summary.json").write_text(json.dumps({**summary(rd.name), "failures": failures}), encoding="utf-8")
     (rd / "run.json").write_text(json.dumps({"run_id": rd.name, "failures": failures}), encoding="utf-8")
     nbformat.write(notebook(), rd / "notebooks" / "01_workload.ipynb")
     return rd
