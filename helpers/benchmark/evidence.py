@@ -316,7 +316,7 @@ def rebuild_from_points(session: EngineSession) -> EngineResult:
         reason="no engine result was saved (the run was stopped mid-way): rebuilt from its stored points",
     )
     if result.kv_capacity_tokens is None:  # what the engine logged at start survives a cut run
-        result.kv_capacity_tokens = session.adapter.kv_capacity_from_log(session.whole_log())
+        result.kv_capacity_tokens = session.logged_kv_tokens()
     folder = session.run_dir / "points" / label_slug(session.spec.label)
     found = (load_point(p) for p in sorted(folder.glob("*.json")))
     result.points = [p for p in found if p is not None]

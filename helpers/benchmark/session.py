@@ -30,6 +30,7 @@ from helpers.core.errors import EngineError
 from helpers.core.paths import repo_relative
 from helpers.core.secrets import known_secrets, redact
 from helpers.engines import get_engine
+from helpers.environment.kv_prediction import kv_token_bytes
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.server import ServerHandle, start_on_a_free_port
 from helpers.measure.guidellm_setup import prewarm
@@ -134,9 +135,13 @@ class EngineSession:
         self.steps.end(spec.label, "cold", unit)
         if not tag:
             self.result.ready_s, self.result.cold_start_s = ready, cold
-            self.result.kv_capacity_tokens = self.adapter.kv_capacity_from_log(self.whole_log())
+            self.result.kv_capacity_tokens = self.logged_kv_tokens()
         self.say(f"{spec.label}: healthy after {ready:.0f} s, first request done at {cold:.0f} s")
         return self.handle
+
+    def logged_kv_tokens(self) -> int | None:
+        """The KV capacity (tokens) the engine logged at start; a logged byte budget is turned into tokens."""
+        return self.adapter.kv_capacity_from_log(self.whole_log(), kv_token_bytes(self.cfg, self.spec))
 
     def whole_log(self) -> str:
         """The engine's whole log so far (start-up lines such as the KV capacity come first).

@@ -154,12 +154,24 @@ class EngineAdapter:
             "    try:\n        print(m.version(d)); break\n    except m.PackageNotFoundError: pass\n"
         )
 
-    def kv_capacity_from_log(self, text: str) -> int | None:
-        """The KV-cache capacity in tokens that the engine logged at start, if it did."""
+    def kv_capacity_from_log(self, text: str, kv_bytes_per_token: int | None = None) -> int | None:
+        """The KV-cache capacity in tokens that the engine logged at start, if it did.
+
+        ``kv_bytes_per_token`` (one GPU's share) turns an engine's logged byte budget into tokens where it
+        logs bytes only (LMDeploy's TurboMind).
+        """
         if not self.kv_capacity_pattern:
             return None
         found = re.findall(self.kv_capacity_pattern, text)
         return int(found[-1].replace(",", "")) if found else None
+
+    def kv_share(self, spec: EngineSpec) -> str:
+        """What ``knobs.memory_fraction`` is a share of, for the memory plan: ``gpu`` or ``free``.
+
+        ``gpu``: the whole GPU's memory, weights and activations included (vLLM, SGLang). ``free``: the memory
+        free once the weights are loaded (LMDeploy's TurboMind, ``--cache-max-entry-count``).
+        """
+        return "gpu"
 
     def sampling(self) -> tuple[str, str, MetricNames]:
         """Path, page format and series names the benchmark samples during a point."""

@@ -41,9 +41,12 @@ every 10 s). Health: ``GET /health`` (200 when the engine monitor says healthy).
 KV capacity: the PyTorch engine logs ``Building CacheEngine with config:`` and, on the next line,
 ``CacheConfig(..., block_size=B, ..., num_gpu_blocks=N, ...)`` at INFO (``pytorch/engine/executor/base.py``), so the
 server runs with ``--log-level INFO`` (and ``--max-log-len 0`` so prompts stay out of the log); the
-capacity is N × B tokens. TurboMind logs only a byte budget (``Object cache budget: %.2f MB from free
-%.2f MB and ratio %.3f``, ``src/turbomind/turbomind.cc``), not tokens: None there. Its own C++ log
-is held at WARNING (``TM_LOG_LEVEL``), which it would otherwise take from ``--log-level``.
+capacity is N × B tokens. TurboMind logs a byte budget, not tokens: ``Object cache budget: %.2f MB from
+free %.2f MB and ratio %.3f`` (``TurboMind::Impl::CreateEngine``, ``src/turbomind/turbomind.cc``: the
+ratio, ``--cache-max-entry-count``, of what ``cudaMemGetInfo`` finds free once the weights are loaded), at
+INFO in its C++ log, so ``TM_LOG_LEVEL`` is INFO for TurboMind (the server would take ``--log-level``
+otherwise); the capacity is that budget over the KV bytes of one token. The memory plan reads
+``memory_fraction`` the same way for TurboMind (``kv_share``: ``free``).
 
 Fallback: asked for TurboMind where TurboMind cannot run (not built, no CUDA 12 libraries, model not
 supported), LMDeploy logs ``Fallback to pytorch engine because ...`` (``lmdeploy/archs.py``; 0.18.0
@@ -83,6 +86,7 @@ QUANT_POLICY_FP8 = "16"  # QuantPolicy.FP8: float8_e4m3fn, per-tensor scale (PyT
 _FALLBACK = re.compile(r"Fallback to pytorch engine because ([^\n]*)")
 _CACHE_CONFIG = re.compile(r"Building CacheEngine with config:\s*CacheConfig\(([^\n]*)")
 _GPU_BLOCKS = re.compile(r"\bnum_gpu_blocks=(\d+)")
+_CACHE_BUDGET = re.compile(r"Object cache budget: ([\d.]+) MB from free ([\d.]+) MB")
 _BLOCK_SIZE = re.compile(r"\bblock_size=(\d+)")
 CUDA12_LIBRARIES = {
     "libcudart.so.12": "nvidia-cuda-runtime-cu12",
@@ -235,17 +239,28 @@ class LmdeployAdapter(EngineAdapter):
         return args + self.knob_flags(spec.knobs, backend) + list(spec.extra_args)
 
     def env(self, spec: EngineSpec) -> dict[str, str]:
-        """Keep LMDeploy offline and TurboMind's C++ log at WARNING (it follows --log-level otherwise)."""
-        return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TM_LOG_LEVEL": "WARNING"}
+        """Keep LMDeploy offline; TurboMind's C++ log at INFO for its cache budget, at WARNING on PyTorch."""
+        level = "INFO" if self.backend(spec) == "turbomind" else "WARNING"
+        return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TM_LOG_LEVEL": level}
 
-    def kv_capacity_from_log(self, text: str) -> int | None:
-        """KV tokens of the PyTorch engine's last ``CacheConfig``: ``num_gpu_blocks`` × ``block_size``.
+    def kv_share(self, spec: EngineSpec) -> str:
+        """``free`` on TurboMind (its cache takes the ratio of the memory free after the weights), else ``gpu``."""
+        return "free" if self.backend(spec) == "turbomind" else "gpu"
 
-        None on TurboMind, which logs a byte budget only (module doc), and when the line is missing.
+    def kv_capacity_from_log(self, text: str, kv_bytes_per_token: int | None = None) -> int | None:
+        """KV tokens the engine logged: PyTorch's ``num_gpu_blocks`` × ``block_size``, or TurboMind's budget in tokens.
+
+        PyTorch: its last ``CacheConfig``; TurboMind: its last object-cache budget over ``kv_bytes_per_token``
+        (module doc). None when neither line is there, or TurboMind's is and ``kv_bytes_per_token`` is not given.
         """
         found = _CACHE_CONFIG.findall(text)
         blocks, size = (_GPU_BLOCKS.search(found[-1]), _BLOCK_SIZE.search(found[-1])) if found else (None, None)
-        return int(blocks.group(1)) * int(size.group(1)) if blocks and size else None
+        if blocks and size:
+            return int(blocks.group(1)) * int(size.group(1))
+        budget = _CACHE_BUDGET.findall(text)
+        if budget and kv_bytes_per_token:
+            return int(float(budget[-1][0]) * 2**20) // kv_bytes_per_token
+        return None
 
     def start_failure_line(self, log_text: str) -> tuple[str, str] | None:
         """What stopped a start that died, with its line: TurboMind's CUDA 12 runtime missing, an unknown backend.

@@ -1,6 +1,7 @@
 """Predicted KV-cache capacity per engine configuration, to set beside what the engine logs.
 
-GPU engines: the memory plan (``helpers.environment.memory_plan``) at the configuration's memory fraction.
+GPU engines: the memory plan (``helpers.environment.memory_plan``) at the configuration's memory fraction,
+read as the engine reads it (``EngineAdapter.kv_share``: a share of the GPU, or of what the weights leave free).
 CPU engines: vLLM's CPU build sizes its KV cache as ``VLLM_CPU_KVCACHE_SPACE`` GiB, so the
 capacity is that space divided by the KV bytes of one token.
 """
@@ -26,6 +27,18 @@ def kv_dtype_of(spec: EngineSpec) -> str:
 def weight_precision(spec: EngineSpec, shape: ModelShape) -> str:
     """The weight precision a configuration serves: fp8 with the quantization knob, else the checkpoint's."""
     return "fp8" if spec.knobs.quantization == "fp8" else shape.checkpoint_precision
+
+
+def kv_token_bytes(cfg: PlaybookConfig, spec: EngineSpec) -> int | None:
+    """KV bytes of one token on one GPU of a configuration (its KV dtype and TP); None without a readable shape.
+
+    What turns an engine's logged byte budget into tokens (``EngineAdapter.kv_capacity_from_log``).
+    """
+    try:
+        shape = read_model_shape(cfg.model.directory)
+        return kv_bytes_per_token(shape, kv_dtype_of(spec), spec.knobs.tensor_parallel)
+    except (PlaybookError, OSError, ValueError):
+        return None
 
 
 def cpu_kv_tokens(cfg: PlaybookConfig, spec: EngineSpec) -> int | None:
@@ -55,6 +68,7 @@ def gpu_kv_tokens(cfg: PlaybookConfig, spec: EngineSpec, gpu: object) -> tuple[i
         gpu_count=spec.knobs.tensor_parallel,
         kv_dtype=kv_dtype_of(spec),
         tensor_parallel=spec.knobs.tensor_parallel,
+        kv_share=get_engine(spec.engine).kv_share(spec),
     )
     return plan.row(weight_precision(spec, read_model_shape(cfg.model.directory))).kv_tokens, plan
 

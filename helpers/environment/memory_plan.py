@@ -14,6 +14,11 @@ What fills a GPU that an engine has been given ``memory_fraction`` of:
 * **KV cache** — everything left; ``layers × KV heads × head size × 2 (K and V) × KV dtype bytes``
   per token, so an FP8 KV cache holds twice the tokens.
 
+``kv_share`` says how the engine reads ``memory_fraction``: ``gpu`` (vLLM, SGLang) as above, a share of
+the whole GPU that must hold weights, overhead and KV; ``free`` (LMDeploy's TurboMind,
+``--cache-max-entry-count``) as a share of the memory free once the weights and the runtime reserve are
+taken: KV = fraction × (GPU − weights − reserve), and the activations come out of the rest.
+
 Calibration: vLLM 0.26.0 on one H200 (143,771 MiB) at 0.92 logged 919,824 KV tokens for
 Llama-3.1-8B BF16 and 191,328 for Llama-3.3-70B FP8. After weights and the modelled activation
 and logits terms, the remainder was 0.66 GiB (8B) and 1.06 GiB (70B); one shared 1.0 GiB reserve
@@ -101,6 +106,10 @@ class PrecisionPlan(_Strict):
     needs_fp8_hardware: bool
 
 
+KV_SHARES = ("gpu", "free")
+"""What ``memory_fraction`` is a share of (module doc): the whole GPU, or the memory the weights leave free."""
+
+
 class MemoryPlan(_Strict):
     """The memory plan of one model on one GPU type."""
 
@@ -109,6 +118,7 @@ class MemoryPlan(_Strict):
     gpu: str
     gpu_memory_gib: float
     memory_fraction: float
+    kv_share: str = Field(default="gpu", description="What memory_fraction is a share of: gpu or free (module doc).")
     context_tokens: int
     gpu_count: int
     kv_dtype: str
@@ -153,14 +163,17 @@ def memory_plan(
     precisions: tuple[str, ...] = ("bf16", "fp8", "int4"),
     tensor_parallel: int | None = None,
     overhead: OverheadModel | None = None,
+    kv_share: str = "gpu",
 ) -> MemoryPlan:
     """Plan weights, overhead and KV cache per precision for ``model_dir`` on ``gpu``.
 
     ``gpu`` is a :class:`GpuSpec`, a name ``gpu_spec`` knows, or total memory in GiB (NVML's
     ``memory.total`` / 1024). ``context_tokens`` is one sequence's prompt plus output.
     ``tensor_parallel`` None picks the smallest TP size at which one full-context sequence fits;
-    ``gpu_count`` GPUs then hold ``gpu_count // TP`` replicas.
+    ``gpu_count`` GPUs then hold ``gpu_count // TP`` replicas. ``kv_share``: ``gpu`` or ``free`` (module doc).
     """
+    if kv_share not in KV_SHARES:
+        raise ConfigError(f"kv_share must be one of {', '.join(KV_SHARES)}, got {kv_share!r}")
     if not 0 < memory_fraction <= 1:
         raise ConfigError(f"memory_fraction must be in (0, 1], got {memory_fraction}")
     if context_tokens <= 0 or gpu_count <= 0:
@@ -174,8 +187,12 @@ def memory_plan(
 
     def at(precision: str, tp: int) -> tuple[float, float, int]:
         w = weight_bytes(s, precision) / GIB / tp
-        o = sum(ov.parts_gib(s, tp, mem_gib, gpu_name).values())
-        kv_gib = max(0.0, mem_gib * memory_fraction - w - o)
+        if kv_share == "free":  # the cache takes its share first; activations and logits live in the rest
+            o = ov.runtime_reserve_gib
+            kv_gib = max(0.0, (mem_gib - w - o) * memory_fraction)
+        else:
+            o = sum(ov.parts_gib(s, tp, mem_gib, gpu_name).values())
+            kv_gib = max(0.0, mem_gib * memory_fraction - w - o)
         tokens = int(kv_gib * GIB // kv_bytes_per_token(s, kv_dtype, tp)) // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS
         return w, o, tokens
 
@@ -209,6 +226,7 @@ def memory_plan(
         gpu=gpu_name,
         gpu_memory_gib=round(mem_gib, 3),
         memory_fraction=memory_fraction,
+        kv_share=kv_share,
         context_tokens=context_tokens,
         gpu_count=gpu_count,
         kv_dtype=kv_dtype,

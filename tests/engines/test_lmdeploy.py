@@ -21,10 +21,13 @@ from helpers.core.paths import MODELS_DIR, REPO_ROOT, WORKLOADS_DIR
 from helpers.decision.tree import DISPLAY, FAMILIES, FIT
 from helpers.engines import ENGINES, get_engine
 from helpers.engines.lmdeploy import CUDA12_LIBRARIES
+from helpers.environment.kv_prediction import kv_token_bytes, predicted_kv_tokens
+from helpers.environment.memory_plan import memory_plan
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.config_check import load_config, parse_config
 from helpers.measure.metrics import parse_page, snapshot, summarize
 from helpers.model import random_weights as rw
+from helpers.model.gpu_specs import gpu_spec
 from helpers.model.reference_data import load_engine_facts
 from helpers.tools.bundle.build import _pick_pins, _slim
 from helpers.tools.bundle.spec import DEFAULT_TARGET_FREEZE, find_spec, layer_requirements, read_freeze
@@ -71,7 +74,7 @@ def test_turbomind_is_the_default_backend_and_the_command_is_the_cli_one(tmp_pat
         "--max-log-len",
         "0",
     ]
-    assert env == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TM_LOG_LEVEL": "WARNING"}
+    assert env == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TM_LOG_LEVEL": "INFO"}  # its cache budget
 
 
 ALL_KNOBS = {
@@ -232,10 +235,14 @@ def test_kv_capacity_is_gpu_blocks_times_block_size_on_pytorch():
     assert lmd.kv_capacity_from_log(restarted) == 921_472  # the last start counts
 
 
-def test_turbomind_logs_bytes_not_tokens_so_no_capacity():
+def test_turbomind_logs_bytes_which_the_kv_bytes_of_a_token_turn_into_tokens():
     lmd = get_engine("lmdeploy")
-    assert lmd.kv_capacity_from_log(TURBOMIND_LOG) is None
-    assert lmd.kv_capacity_from_log("nothing here\n") is None
+    per_token = 131_072  # Llama-3.1-8B, bf16 KV: 32 layers × 8 KV heads × 128 × 2 (K, V) × 2 bytes
+    assert lmd.kv_capacity_from_log(TURBOMIND_LOG, per_token) == int(97312.55 * 2**20) // per_token == 778_500
+    restarted = TURBOMIND_LOG.replace("97312.55", "100.00") + TURBOMIND_LOG
+    assert lmd.kv_capacity_from_log(restarted, per_token) == 778_500  # the last start counts
+    assert lmd.kv_capacity_from_log(TURBOMIND_LOG) is None  # bytes without the bytes of a token: no tokens
+    assert lmd.kv_capacity_from_log("nothing here\n", per_token) is None
 
 
 def test_turbomind_falling_back_to_pytorch_is_a_startup_problem():
@@ -450,7 +457,9 @@ def test_turbomind_on_random_weights_with_its_cache_share(tmp_path, monkeypatch)
                        "--backend", "turbomind", "--model-name", "tiny", "--log-level", "INFO", "--max-log-len", "0",
                        "--max-batch-size", "128", "--enable-prefix-caching", "--cache-max-entry-count", "0.8",
                        "--session-len", "4096"]  # fmt: skip
-    assert env["TM_LOG_LEVEL"] == "WARNING"
+    assert env["TM_LOG_LEVEL"] == "INFO"  # the object-cache budget line is INFO
+    pytorch = config(knobs, engine_options={"backend": "pytorch", "weights": "random"}).engines[0]
+    assert get_engine("lmdeploy").env(pytorch)["TM_LOG_LEVEL"] == "WARNING"
 
 
 def test_h200_turbomind_config_runs_beside_vllm_and_sglang_from_the_optional_bundle(tmp_path, monkeypatch):
@@ -472,6 +481,24 @@ def test_h200_turbomind_config_runs_beside_vllm_and_sglang_from_the_optional_bun
     args = build_parser().parse_args(["run", str(WORKLOADS_DIR / "h200-offline" / "chat-8b-turbomind.yaml"),
                                       "--engines", spec.label])  # fmt: skip
     assert args.engines == [spec.label] and select_engines(cfg, args.engines).engines == [spec]
+
+
+def test_turbomind_kv_is_predicted_and_read_as_a_share_of_free_memory():
+    """Step 4 plans TurboMind's cache as 0.8 of what the weights leave; its logged budget becomes tokens alike."""
+    cfg = load_config(WORKLOADS_DIR / "h200-offline" / "chat-8b-turbomind.yaml")
+    vllm, turbomind = cfg.engines[0], cfg.engines[1]
+    h200 = gpu_spec("NVIDIA H200")
+    assert get_engine("lmdeploy").kv_share(turbomind) == "free" and get_engine("vllm").kv_share(vllm) == "gpu"
+    want = memory_plan(cfg.model.directory, h200, memory_fraction=0.8, context_tokens=768, kv_share="free")
+    assert predicted_kv_tokens(cfg, turbomind, h200) == want.row("bf16").kv_tokens
+    assert predicted_kv_tokens(cfg, turbomind, h200) > predicted_kv_tokens(
+        cfg, turbomind.model_copy(update={"engine_options": {"backend": "pytorch", "weights": "random"}}), h200
+    )
+    per_token = kv_token_bytes(cfg, turbomind)
+    assert per_token == 131_072  # bf16 KV of Llama-3.1-8B
+    budget = f"[TM][INFO] Object cache budget: {want.row('bf16').kv_gib_per_gpu * 1024:.2f} MB from free 1 MB\n"
+    logged = get_engine("lmdeploy").kv_capacity_from_log(budget, per_token)
+    assert abs(logged - want.row("bf16").kv_tokens) <= 10  # kv_gib_per_gpu is rounded to 1 MiB
 
 
 # The NEEDED entries of lmdeploy-0.18.0-cp312's lmdeploy/turbomind/_turbomind.cpython-312-x86_64-linux-gnu.so

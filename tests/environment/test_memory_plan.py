@@ -176,3 +176,17 @@ def test_advice_when_nothing_fits():
     advice = quantization_advice(memory_plan("llama-3.3-70b-fp8", 24.0))
     assert any(a.startswith("Nothing fits on 1 GPU") for a in advice)
     assert any("unknown" in a for a in advice)
+
+
+def test_a_share_of_free_memory_is_taken_after_the_weights_and_the_reserve():
+    """TurboMind's --cache-max-entry-count: KV = fraction × (GPU − weights − reserve), not fraction × GPU − the rest."""
+    free = memory_plan("llama-3.1-8b", H200, memory_fraction=0.8, kv_share="free")
+    gpu = memory_plan("llama-3.1-8b", H200, memory_fraction=0.8)
+    r, shape = free.row("bf16"), read_model_shape("llama-3.1-8b")
+    left = (H200.memory_gib - weight_bytes(shape, "bf16") / GIB - OverheadModel().runtime_reserve_gib) * 0.8
+    assert abs(r.kv_tokens * kv_bytes_per_token(shape) / GIB - left) < 64 * kv_bytes_per_token(shape) / GIB
+    assert r.overhead_gib_per_gpu == OverheadModel().runtime_reserve_gib and free.kv_share == "free"
+    # the other reading takes the weights and every overhead term out of 0.8 of the GPU: 4.5 GiB less on the H200
+    assert 4 < (r.kv_gib_per_gpu - gpu.row("bf16").kv_gib_per_gpu) < 5
+    with pytest.raises(ConfigError, match="kv_share must be one of gpu, free, got 'all'"):
+        memory_plan("llama-3.1-8b", H200, kv_share="all")
