@@ -152,6 +152,16 @@ def _resolve_gpu(gpu: GpuSpec | float | int | str) -> tuple[str, float]:
     return f"{gpu:g} GiB GPU", float(gpu)
 
 
+def _overhead_and_kv(
+    s: ModelShape, ov: OverheadModel, tp: int, mem_gib: float, gpu_name: str, w: float, fraction: float, share: str
+) -> tuple[float, float]:
+    """(overhead, KV) GiB on one GPU holding ``w`` GiB of weights, ``fraction`` read as ``share`` (module doc)."""
+    if share == "free":  # the cache takes its share first; activations and logits live in the rest
+        return ov.runtime_reserve_gib, max(0.0, (mem_gib - w - ov.runtime_reserve_gib) * fraction)
+    o = sum(ov.parts_gib(s, tp, mem_gib, gpu_name).values())
+    return o, max(0.0, mem_gib * fraction - w - o)
+
+
 def memory_plan(
     model_dir: str | Path,
     gpu: GpuSpec | float | str,
@@ -187,12 +197,7 @@ def memory_plan(
 
     def at(precision: str, tp: int) -> tuple[float, float, int]:
         w = weight_bytes(s, precision) / GIB / tp
-        if kv_share == "free":  # the cache takes its share first; activations and logits live in the rest
-            o = ov.runtime_reserve_gib
-            kv_gib = max(0.0, (mem_gib - w - o) * memory_fraction)
-        else:
-            o = sum(ov.parts_gib(s, tp, mem_gib, gpu_name).values())
-            kv_gib = max(0.0, mem_gib * memory_fraction - w - o)
+        o, kv_gib = _overhead_and_kv(s, ov, tp, mem_gib, gpu_name, w, memory_fraction, kv_share)
         tokens = int(kv_gib * GIB // kv_bytes_per_token(s, kv_dtype, tp)) // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS
         return w, o, tokens
 
