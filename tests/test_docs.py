@@ -92,4 +92,4 @@ def test_the_links_follow_the_reports_folder(tmp_path):
     for href in HREF.findall(measurements_html(elsewhere)):
         assert (elsewhere / href).resolve().is_file(), href
     titles = [t for t, _p in measurement_pages()]
-    assert titles[0].startswith("2026-12-05") and titles[-1] == "Predicted vs measured SLA capacity"
+    assert titles[0].startswith("2026-12-06") and titles[-1] == "Predicted vs measured SLA capacity"

@@ -173,6 +173,14 @@ class EngineAdapter:
         """
         return "gpu"
 
+    def calibration_key(self, spec: EngineSpec) -> str:
+        """The engine as the capacity prediction's calibration keys it: its name, and its backend where it has two.
+
+        Two backends of one engine are two engines to calibrate (LMDeploy's TurboMind served 3 to 4 times what its
+        PyTorch engine did on the same shape), so ``lmdeploy-turbomind`` and ``lmdeploy-pytorch`` are apart.
+        """
+        return self.name
+
     def sampling(self) -> tuple[str, str, MetricNames]:
         """Path, page format and series names the benchmark samples during a point."""
         return self.sample_path or self.metrics_path, self.sample_format, self.sample_metrics or self.metrics

@@ -130,6 +130,10 @@ class LmdeployAdapter(EngineAdapter):
     )
     install_hint = "playbook setup-engine lmdeploy (offline: playbook bundle lmdeploy)"
 
+    def calibration_key(self, spec: EngineSpec) -> str:
+        """``lmdeploy-<backend>``: each backend is calibrated on its own (``EngineAdapter.calibration_key``)."""
+        return f"lmdeploy-{self.backend(spec)}"
+
     def backend(self, spec: EngineSpec) -> str:
         """``turbomind`` (LMDeploy's default) or ``pytorch``, from ``engine_options.backend``."""
         chosen = spec.engine_options.get("backend", DEFAULT_BACKEND)

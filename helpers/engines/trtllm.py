@@ -70,6 +70,10 @@ class TrtllmAdapter(EngineAdapter):
     kv_capacity_pattern = r"Allocated [\d.]+ GiB for max tokens in paged KV cache \((\d+)\)"
     options_flag = "--extra_llm_api_options"
 
+    def calibration_key(self, spec: EngineSpec) -> str:
+        """``trtllm-<backend>``: each backend is calibrated on its own (``EngineAdapter.calibration_key``)."""
+        return f"trtllm-{self.backend(spec)}"
+
     def backend(self, spec: EngineSpec) -> str:
         """``pytorch`` or ``tensorrt``: from ``engine_options.backend``, else ``--backend`` in extra_args."""
         chosen = (getattr(spec, "engine_options", None) or {}).get("backend")

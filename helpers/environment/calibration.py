@@ -28,6 +28,7 @@ from helpers.core.config import PlaybookConfig
 from helpers.core.config_engines import EngineSpec, Knobs
 from helpers.core.paths import REPORTS_DIR
 from helpers.core.text import label_slug
+from helpers.engines import get_engine
 from helpers.environment.prediction import CalibrationMeasurement, CalibrationTable, factor_from, predict_config
 from helpers.environment.prediction_check import GOAL, measured_capacity, predicted_on_axis
 from helpers.environment.records import EnvironmentRecord
@@ -108,7 +109,7 @@ def run_rows(run_dir: Path) -> list[CalibrationRow]:
             CalibrationRow(
                 run=run_dir.name,
                 label=r.label,
-                engine=r.engine,
+                engine=get_engine(spec.engine).calibration_key(spec),
                 shape=f"{shape.name} {pred.weight_precision} {cfg.workload.input_tokens}/{cfg.workload.output_tokens}",
                 gpu=pred.gpu or "",
                 axis=m.axis,

@@ -206,21 +206,21 @@ def _unavailable(spec: EngineSpec, reason: str, **kw) -> ConfigPrediction:
     return ConfigPrediction(label=spec.label, engine=spec.engine, available=False, reason=reason, **kw)
 
 
-def _calibrate(pred: ConfigPrediction, table: CalibrationTable | None) -> None:
-    """Apply this engine's factor from ``table`` (None: raw) and say which was used."""
-    f = table.engines.get(pred.engine) if table is not None else None
+def _calibrate(pred: ConfigPrediction, table: CalibrationTable | None, key: str) -> None:
+    """Apply the factor of ``key`` (``EngineAdapter.calibration_key``) in ``table`` (None: raw); say which."""
+    f = table.engines.get(key) if table is not None else None
     if f is None:
         pred.calibration_basis = (
             "raw model (calibration not applied)"
             if table is None
-            else f"raw model: no archived measurement of {pred.engine} in {CALIBRATION_FILE.name}"
+            else f"raw model: no archived measurement of {key} in {CALIBRATION_FILE.name}"
         )
         pred.capacity_requests_per_s, pred.capacity_concurrency = pred.sla_requests_per_s, pred.sla_concurrency
         return
     pred.calibration_factor = f.factor
     basis = f"; {f.basis}" if f.basis else ""
     pred.calibration_basis = (
-        f"× {f.factor:.2f}: median measured ÷ predicted of {f.runs} archived {pred.engine} capacities "
+        f"× {f.factor:.2f}: median measured ÷ predicted of {f.runs} archived {key} capacities "
         f"({', '.join(f.shapes)} on {', '.join(f.gpus)}; range {f.low:.2f}-{f.high:.2f}{basis}; as of "
         f"{table.as_of}, {CALIBRATION_DOCS})"
     )
@@ -294,7 +294,7 @@ def predict_config(
         ttft_p95_ms_at_capacity=ttft * 1e3 if ttft is not None else None,
         notes=notes,
     )
-    _calibrate(pred, calibration)
+    _calibrate(pred, calibration, get_engine(spec.engine).calibration_key(spec))
     return pred
 
 

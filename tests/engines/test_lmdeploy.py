@@ -23,6 +23,7 @@ from helpers.engines import ENGINES, get_engine
 from helpers.engines.lmdeploy import CUDA12_LIBRARIES
 from helpers.environment.kv_prediction import kv_token_bytes, predicted_kv_tokens
 from helpers.environment.memory_plan import memory_plan
+from helpers.environment.prediction import load_calibration, predict_config
 from helpers.launchers import LAUNCHERS
 from helpers.launchers.config_check import load_config, parse_config
 from helpers.measure.metrics import parse_page, snapshot, summarize
@@ -499,6 +500,20 @@ def test_turbomind_kv_is_predicted_and_read_as_a_share_of_free_memory():
     budget = f"[TM][INFO] Object cache budget: {want.row('bf16').kv_gib_per_gpu * 1024:.2f} MB from free 1 MB\n"
     logged = get_engine("lmdeploy").kv_capacity_from_log(budget, per_token)
     assert abs(logged - want.row("bf16").kv_tokens) <= 10  # kv_gib_per_gpu is rounded to 1 MiB
+
+
+def test_each_lmdeploy_backend_is_calibrated_on_its_own_measurements():
+    """The prediction of a TurboMind configuration takes TurboMind's factor, never the PyTorch engine's."""
+    cfg = load_config(WORKLOADS_DIR / "h200-offline" / "chat-8b-turbomind.yaml")
+    turbomind = cfg.engines[1]
+    pytorch = turbomind.model_copy(update={"engine_options": {"backend": "pytorch", "weights": "random"}})
+    lmd, table = get_engine("lmdeploy"), load_calibration()
+    assert (lmd.calibration_key(turbomind), lmd.calibration_key(pytorch)) == ("lmdeploy-turbomind", "lmdeploy-pytorch")
+    h200 = gpu_spec("NVIDIA H200")
+    tm, pt = predict_config(cfg, turbomind, h200, table), predict_config(cfg, pytorch, h200, table)
+    assert tm.calibration_factor == table.engines["lmdeploy-turbomind"].factor
+    assert pt.calibration_factor == table.engines["lmdeploy-pytorch"].factor
+    assert "archived lmdeploy-turbomind capacities" in tm.calibration_basis
 
 
 # The NEEDED entries of lmdeploy-0.18.0-cp312's lmdeploy/turbomind/_turbomind.cpython-312-x86_64-linux-gnu.so

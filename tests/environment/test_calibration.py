@@ -22,7 +22,8 @@ def test_every_archived_measured_capacity_is_a_row(calibrated):
     assert {
         ("h200-20261201-chat-8b-capacity", "vllm", "llama-3.1-8b"),
         ("h200-20261201-chat-8b-capacity", "sglang", "llama-3.1-8b"),
-        ("h200-20261201-chat-8b-lmdeploy", "lmdeploy", "llama-3.1-8b"),
+        ("h200-20261201-chat-8b-lmdeploy", "lmdeploy-pytorch", "llama-3.1-8b"),  # one engine, two backends:
+        ("h100-20261206-chat-8b-turbomind", "lmdeploy-turbomind", "llama-3.1-8b"),  # calibrated apart
         ("h200-20261203-chat-70b-fp8", "vllm", "llama-3.3-70b-fp8"),
         ("h200-20261203-chat-70b-fp8", "sglang", "llama-3.3-70b-fp8"),
     } <= got
@@ -40,33 +41,38 @@ def test_only_the_runs_whose_probes_kept_their_request_times_count_as_the_curren
     rows, _ = calibrated
     current = {(r.run, r.engine) for r in rows if r.current_test}
     runs = ("h100-20261205-chat-8b-paired", "h100-20261205-chat-8b-late")
-    assert current == {(run, engine) for run in runs for engine in ("vllm", "sglang")}
+    turbomind = "h100-20261206-chat-8b-turbomind"
+    assert current == {(run, engine) for run in runs for engine in ("vllm", "sglang")} | {
+        (turbomind, "vllm"),
+        (turbomind, "lmdeploy-turbomind"),
+    }
     bound = next(r for r in rows if r.run == "h100-20261205-chat-8b-paired" and r.engine == "sglang")
     assert bound.interval.startswith("at least") and bound.measured == bound.low  # a lower bound, not an estimate
 
 
 def test_the_factor_comes_from_the_current_test_where_an_engine_has_one(calibrated):
     rows, table = calibrated
-    for engine in ("vllm", "sglang"):
+    for engine, n in (("vllm", 3), ("sglang", 2)):
         now = [1 / r.ratio for r in rows if r.current_test and r.engine == engine]
         f = table.engines[engine]
-        assert f.runs == len(now) == 2 and f.factor == pytest.approx(statistics.median(now), abs=1e-4)
+        assert f.runs == len(now) == n and f.factor == pytest.approx(statistics.median(now), abs=1e-4)
         assert f.basis.startswith("measurements judged by the current sustained test only")
-    lm = table.engines["lmdeploy"]  # no current measurement: all of its (older) ones
+    lm = table.engines["lmdeploy-pytorch"]  # no current measurement: all of its (older) ones
     assert lm.basis == "all judged by older tests" and lm.runs == 1
 
 
 def test_leave_one_out_uses_only_the_other_measurements(calibrated):
     rows, table = calibrated
-    lm = next(r for r in rows if r.engine == "lmdeploy")
-    assert lm.loo_ratio is None and table.engines["lmdeploy"].runs == 1
+    lm = next(r for r in rows if r.engine == "lmdeploy-pytorch")
+    assert lm.loo_ratio is None and table.engines["lmdeploy-pytorch"].runs == 1
     # an older row: the factor of the current measurements (the rule the next prediction follows)
     v70 = next(r for r in rows if r.engine == "vllm" and "70b" in r.shape)
     now = [r for r in rows if r.engine == "vllm" and r.current_test]
     factor = statistics.median(1 / r.ratio for r in now)
     assert v70.loo_ratio == pytest.approx(v70.ratio * factor, rel=1e-3)  # factors kept to 4 decimals
-    # a current row: the other current one alone
-    assert now[0].loo_ratio == pytest.approx(now[0].ratio / now[1].ratio, rel=1e-3)
+    # a current row: the other current ones alone
+    others = statistics.median(1 / r.ratio for r in now[1:])
+    assert now[0].loo_ratio == pytest.approx(now[0].ratio * others, rel=1e-3)
 
 
 def test_the_committed_files_are_not_stale(calibrated):
@@ -82,11 +88,11 @@ def test_a_run_rendered_again_is_not_predicted_from_its_own_measurement(calibrat
     assert table.without("h100-20261205-chat-9b-new") == table  # a run the table does not hold: unchanged
     left = table.without("h100-20261205-chat-8b-paired")
     v = left.engines["vllm"]
-    assert v.factor != table.engines["vllm"].factor and v.runs == 1  # the other current run alone
+    assert v.factor != table.engines["vllm"].factor and v.runs == 2  # the other current runs alone
     assert v.basis.endswith("h100-20261205-chat-8b-paired's own measurement left out")
     assert all("h100-20261205-chat-8b-paired" not in m.runs for m in v.measurements)
     # a copied measurement is the copying run's own too; an engine with nothing left has no factor
     lm = table.without("h200-20261201-chat-8b-lmdeploy")
-    assert "lmdeploy" not in lm.engines
+    assert "lmdeploy-pytorch" not in lm.engines and "lmdeploy-turbomind" in lm.engines
     assert all("h200-20261201-chat-8b-lmdeploy" not in m.runs for m in lm.engines["sglang"].measurements)
     assert len(lm.engines["sglang"].measurements) == len(table.engines["sglang"].measurements) - 1
