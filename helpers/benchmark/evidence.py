@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Awaitable
 
 from helpers.benchmark.boundary import Reading
@@ -26,6 +27,7 @@ from helpers.benchmark.session import EngineSession
 from helpers.benchmark.sla import meets_sla, trial_points
 from helpers.benchmark.structured_phase import evidence_workload, structured_probe
 from helpers.core.config import PlaybookConfig
+from helpers.core.config_workload import CapacitySearch
 from helpers.core.text import label_slug
 from helpers.environment.prediction_check import predicted_capacity
 from helpers.measure.interference import wait_quiet
@@ -129,6 +131,20 @@ def summary_of(machine: EdgeSearch, cfg: PlaybookConfig, note_prefix: str = "") 
     )
 
 
+def search_can_go_on(capacity: CapacitySummary | None, search_cfg: CapacitySearch) -> bool:
+    """Whether a finished search, resumed under ``search_cfg``, would probe further.
+
+    True when it found no failing load (or no passing one) and spent fewer coarse probes (``p0``, ``p1``, …)
+    than ``search_cfg.max_probes`` now allows: the report's advice, "raise evidence.search.max_probes", then
+    works on the same run id.
+    """
+    est = capacity.estimate if capacity is not None and capacity.searched else None
+    if est is None or est.status not in ("at_least", "below"):
+        return False
+    coarse = {p.get("stream") for p in capacity.probes if re.fullmatch(r"p\d+", str(p.get("stream")))}
+    return len(coarse) < search_cfg.max_probes
+
+
 def start_of(result: EngineResult, session: EngineSession) -> tuple[float, str]:
     """Where the search starts, and why: configured, else step 4's prediction, else the grid (``start_load``)."""
     s = session.cfg.evidence.search
@@ -154,6 +170,8 @@ async def search(session: EngineSession) -> CapacitySummary | None:
     stored_at = {p.probe["stream"]: p for p in stored if not p.probe.get("superseded")}
     reuse = {stream: Probe.model_validate(p.probe) for stream, p in stored_at.items()}
     start, why = start_of(result, session)
+    if "p0" in reuse:  # resumed: where the earlier attempt started, so that its probes are asked (and kept) again
+        start, why = reuse["p0"].load, "where the earlier attempt in this run folder started"
     machine = _edge_search(session, start, reuse, grid_readings(result, session.cfg))
     set_aside = [p for p in stored if p.probe.get("superseded")]
     result.points += set_aside

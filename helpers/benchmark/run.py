@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from helpers.benchmark.evidence import rebuild_from_points
+from helpers.benchmark.evidence import rebuild_from_points, search_can_go_on
 from helpers.benchmark.phases import PHASES
 from helpers.benchmark.plan import planned_files, step_progress
 from helpers.benchmark.session import EngineSession, Progress
@@ -47,12 +47,15 @@ class EngineRun:
         """The stored result of an earlier, complete attempt in this run folder (resume), if any.
 
         Complete: its status ok, its capacity recorded where evidence was asked for, and every record file
-        the phases name (``plan.planned_files``) in the run folder.
+        the phases name (``plan.planned_files``) in the run folder; not a search that ran out of coarse probes
+        before it found its edge while the config now allows more (``evidence.search_can_go_on``).
         """
         s = self.session
         prev = load_engine_result(s.run_dir, s.spec.label)
         evidence = s.cfg.evidence.search.enabled or s.cfg.evidence.trials.enabled
         if prev is None or prev.status != "ok" or (evidence and prev.capacity is None):
+            return None
+        if search_can_go_on(prev.capacity, s.cfg.evidence.search):  # more probes allowed now: the search goes on
             return None
         return prev if all(p.is_file() for p in planned_files(s.spec, s.cfg, s.run_dir)) else None
 

@@ -345,3 +345,35 @@ def test_a_too_short_probe_is_measured_again_and_a_resumed_search_keeps_its_prob
     # the engine time counts both attempts, each with its cold start (kept in logs/engine-seconds/ as it adds up)
     assert again.gpu_seconds["cold start"] > first.gpu_seconds["cold start"] > 0
     assert again.gpu_seconds["search"] > first.gpu_seconds["search"]
+
+
+def test_raising_max_probes_on_a_resume_carries_a_search_that_found_no_failing_load_on(
+    fake_engine, tmp_path, monkeypatch
+):
+    """The report's advice for a lower bound ("raise evidence.search.max_probes") works on the same run id.
+
+    A search whose two coarse probes both passed is a lower bound. Run again with the same config, it is kept
+    as it is. Run with more probes allowed and another start (step 4's prediction moved), it resumes from
+    where it started: its two probes are kept, not measured again, and the next ones reach the edge.
+    """
+    monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
+    cfg = config(tmp_path)
+    cfg.evidence.search.start, cfg.evidence.search.max_probes = 1.0, 2
+    cfg.evidence.search.edge_rounds_min = cfg.evidence.search.edge_rounds_max = 1
+    cfg.evidence.max_other_cpu_cores = 64.0
+    run_dir = tmp_path / "run"
+    (first,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    assert first.status == "ok" and first.capacity.estimate.status == "at_least", first.capacity.note
+    assert [p["stream"] for p in first.capacity.probes] == ["p0", "p1"]
+    (same,) = asyncio.run(run_benchmarks(cfg, run_dir))  # nothing more allowed: the stored result
+    assert same.capacity.model_dump() == first.capacity.model_dump()
+    cfg.evidence.search.start, cfg.evidence.search.max_probes = 3.0, 8
+    (more,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    assert more.status == "ok", more.reason
+    streams = [p["stream"] for p in more.capacity.probes if not p["superseded"]]
+    assert streams[:2] == ["p0", "p1"] and len({s for s in streams if s.startswith("p")}) > 2
+    kept = {p.probe["stream"]: p.model_dump() for p in first.points if p.phase == "search"}
+    again = {p.probe["stream"]: p.model_dump() for p in more.points if p.phase == "search"}
+    assert again["p0"] == kept["p0"] and again["p1"] == kept["p1"]  # kept, not measured again
+    assert more.capacity.estimate.status != "at_least", more.capacity.note  # it found a failing load
+    assert "where the earlier attempt in this run folder started" in more.capacity.note
