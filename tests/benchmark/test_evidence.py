@@ -334,7 +334,9 @@ def test_a_too_short_probe_is_measured_again_and_a_resumed_search_keeps_its_prob
         f.unlink()
     (again,) = asyncio.run(run_benchmarks(cfg, run_dir))
     after = {p.probe["stream"]: p for p in again.points if p.phase == "search" and not p.probe["superseded"]}
-    assert set(after) == set(before) and coarse < set(after)
+    # the edge probes are measured again, with fresh noise: one that now contradicts a coarse verdict sends the
+    # search on to a further coarse probe (p4), so the resumed set holds the earlier one, and may hold more
+    assert coarse < set(after) and set(before) <= set(after)
     assert all(after[s].model_dump() == before[s].model_dump() for s in coarse)  # kept, not measured again
     assert sum(p.probe["superseded"] for p in again.points if p.phase == "search") == 1  # the short one, kept aside
     # the first edge probe is sized from the same latency as the first time: the last coarse probe that passed
