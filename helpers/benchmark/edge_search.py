@@ -23,6 +23,7 @@ edge says so and reports the bound it has.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -30,6 +31,16 @@ from helpers.benchmark.boundary import Reading, estimate_capacity, readings_of
 from helpers.benchmark.probe import Axis, Measurement, Probe, SlaLimits, judge
 from helpers.core.config import SLA
 from helpers.run.records import CapacityEstimate
+
+_COARSE_STREAM = re.compile(r"p\d+")
+
+
+def is_coarse_stream(stream: object) -> bool:
+    """Whether a probe's stream is one of the search's non-edge asks (``p0``, ``p1``, …): ``max_probes`` counts them.
+
+    ``EdgeSearch._coarse_stream`` names them.
+    """
+    return isinstance(stream, str) and _COARSE_STREAM.fullmatch(stream) is not None
 
 
 class Ask(NamedTuple):

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Awaitable
 
 from helpers.benchmark.boundary import Reading
 from helpers.benchmark.capacity import Measurement, Probe, judge, measurement_from_load
-from helpers.benchmark.edge_search import Ask, EdgeSearch
+from helpers.benchmark.edge_search import Ask, EdgeSearch, is_coarse_stream
 from helpers.benchmark.judged import grid_readings, load_of, measurement_of, sustained_view
 from helpers.benchmark.loads import fixed_concurrency, load_axis
 from helpers.benchmark.probe import too_long_to_read
@@ -141,7 +140,7 @@ def search_can_go_on(capacity: CapacitySummary | None, search_cfg: CapacitySearc
     est = capacity.estimate if capacity is not None and capacity.searched else None
     if est is None or est.status not in ("at_least", "below"):
         return False
-    coarse = {p.get("stream") for p in capacity.probes if re.fullmatch(r"p\d+", str(p.get("stream")))}
+    coarse = {p.get("stream") for p in capacity.probes if is_coarse_stream(p.get("stream"))}
     return len(coarse) < search_cfg.max_probes
 
 
@@ -169,9 +168,10 @@ async def search(session: EngineSession) -> CapacitySummary | None:
     stored = [p for p in session.stored_points("search") if p.probe and p.probe.get("stream")]
     stored_at = {p.probe["stream"]: p for p in stored if not p.probe.get("superseded")}
     reuse = {stream: Probe.model_validate(p.probe) for stream, p in stored_at.items()}
-    start, why = start_of(result, session)
     if "p0" in reuse:  # resumed: where the earlier attempt started, so that its probes are asked (and kept) again
         start, why = reuse["p0"].load, "where the earlier attempt in this run folder started"
+    else:
+        start, why = start_of(result, session)
     machine = _edge_search(session, start, reuse, grid_readings(result, session.cfg))
     set_aside = [p for p in stored if p.probe.get("superseded")]
     result.points += set_aside

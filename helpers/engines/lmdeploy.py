@@ -86,7 +86,7 @@ QUANT_POLICY_FP8 = "16"  # QuantPolicy.FP8: float8_e4m3fn, per-tensor scale (PyT
 _FALLBACK = re.compile(r"Fallback to pytorch engine because ([^\n]*)")
 _CACHE_CONFIG = re.compile(r"Building CacheEngine with config:\s*CacheConfig\(([^\n]*)")
 _GPU_BLOCKS = re.compile(r"\bnum_gpu_blocks=(\d+)")
-_CACHE_BUDGET = re.compile(r"Object cache budget: ([\d.]+) MB from free ([\d.]+) MB")
+_CACHE_BUDGET = re.compile(r"Object cache budget: ([\d.]+) MB from free [\d.]+ MB")
 _BLOCK_SIZE = re.compile(r"\bblock_size=(\d+)")
 CUDA12_LIBRARIES = {
     "libcudart.so.12": "nvidia-cuda-runtime-cu12",
@@ -263,7 +263,7 @@ class LmdeployAdapter(EngineAdapter):
             return int(blocks.group(1)) * int(size.group(1))
         budget = _CACHE_BUDGET.findall(text)
         if budget and kv_bytes_per_token:
-            return int(float(budget[-1][0]) * 2**20) // kv_bytes_per_token
+            return int(float(budget[-1]) * 2**20) // kv_bytes_per_token
         return None
 
     def start_failure_line(self, log_text: str) -> tuple[str, str] | None:
