@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from helpers.benchmark.boundary import Reading, estimate_capacity, readings_of
@@ -33,6 +33,7 @@ from helpers.core.config import SLA
 from helpers.run.records import CapacityEstimate
 
 _COARSE_STREAM = re.compile(r"p\d+")
+_EDGE_STREAM = re.compile(r"e(\d+)-(lo|hi)")
 
 
 def is_coarse_stream(stream: object) -> bool:
@@ -41,6 +42,19 @@ def is_coarse_stream(stream: object) -> bool:
     ``EdgeSearch._coarse_stream`` names them.
     """
     return isinstance(stream, str) and _COARSE_STREAM.fullmatch(stream) is not None
+
+
+def edge_rounds_done(streams: Iterable[object]) -> int:
+    """How many edge rounds (``e<r>-lo`` and ``e<r>-hi``, both measured) the probes' streams hold.
+
+    ``EdgeSearch._edge_round`` names them.
+    """
+    sides: dict[str, set[str]] = {}
+    for stream in streams:
+        m = _EDGE_STREAM.fullmatch(stream) if isinstance(stream, str) else None
+        if m:
+            sides.setdefault(m.group(1), set()).add(m.group(2))
+    return sum(1 for found in sides.values() if found == {"lo", "hi"})
 
 
 class Ask(NamedTuple):

@@ -17,7 +17,7 @@ from collections.abc import Awaitable
 
 from helpers.benchmark.boundary import Reading
 from helpers.benchmark.capacity import Measurement, Probe, judge, measurement_from_load
-from helpers.benchmark.edge_search import Ask, EdgeSearch, is_coarse_stream
+from helpers.benchmark.edge_search import Ask, EdgeSearch, edge_rounds_done, is_coarse_stream
 from helpers.benchmark.judged import grid_readings, load_of, measurement_of, sustained_view
 from helpers.benchmark.loads import fixed_concurrency, load_axis
 from helpers.benchmark.probe import too_long_to_read
@@ -131,17 +131,24 @@ def summary_of(machine: EdgeSearch, cfg: PlaybookConfig, note_prefix: str = "") 
 
 
 def search_can_go_on(capacity: CapacitySummary | None, search_cfg: CapacitySearch) -> bool:
-    """Whether a finished search, resumed under ``search_cfg``, would probe further.
+    """Whether a search, resumed under ``search_cfg``, would probe further.
 
     True when it found no failing load (or no passing one) and spent fewer coarse probes (``p0``, ``p1``, …)
     than ``search_cfg.max_probes`` now allows: the report's advice, "raise evidence.search.max_probes", then
-    works on the same run id.
+    works on the same run id. True too when it has an estimate but fewer whole edge rounds than it runs:
+    fewer than ``edge_rounds_min``, or fewer than ``edge_rounds_max`` while the interval is wider than asked (a
+    run cut during its edge rounds, re-rendered since from its points, or ``edge_rounds_max`` raised).
     """
     est = capacity.estimate if capacity is not None and capacity.searched else None
-    if est is None or est.status not in ("at_least", "below"):
+    if est is None:
         return False
-    coarse = {p.get("stream") for p in capacity.probes if is_coarse_stream(p.get("stream"))}
-    return len(coarse) < search_cfg.max_probes
+    streams = [p.get("stream") for p in capacity.probes]
+    if est.status in ("at_least", "below"):
+        return len({s for s in streams if is_coarse_stream(s)}) < search_cfg.max_probes
+    rounds = edge_rounds_done(streams)
+    if est.status != "estimated" or rounds >= search_cfg.edge_rounds_max:
+        return False
+    return rounds < search_cfg.edge_rounds_min or not est.conclusive
 
 
 def start_of(result: EngineResult, session: EngineSession) -> tuple[float, str]:

@@ -12,7 +12,6 @@ log tail, and the next engine still runs.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import httpx
@@ -25,9 +24,7 @@ from helpers.benchmark.steps import StepProgress
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import EngineError
 from helpers.run.records import EngineResult, load_engine_result, save_engine_result
-
-FROM_POINTS_ENV = "PLAYBOOK_FROM_POINTS"
-"""Set (by ``playbook run --from-points``) to re-render a run from its stored points without launching."""
+from helpers.run.rerender import measured_here
 
 
 class EngineRun:
@@ -62,7 +59,7 @@ class EngineRun:
     async def run(self) -> EngineResult:
         """The phases in order (``phases.PHASES``); never raises for engine trouble."""
         s = self.session
-        if os.environ.get(FROM_POINTS_ENV):
+        if not measured_here(s.spec.label):  # a re-render, or a configuration an earlier attempt measured
             s.steps.kept(s.spec.label)
             return rebuild_from_points(s)
         stored = self._stored()

@@ -31,6 +31,21 @@ def engine_status(spec: EngineSpec) -> dict[str, object]:
     }
 
 
+def not_recorded_status(spec: EngineSpec) -> dict[str, object]:
+    """The row of a configuration that the measuring host never checked, as a re-render from points shows it."""
+    adapter = get_engine(spec.engine)
+    return {
+        "engine config": spec.label,
+        "engine": adapter.display_name or adapter.name,
+        "launcher": spec.launcher.kind,
+        "status": "not recorded",
+        "version": None,
+        "detail": "not checked on the measuring host: step 4 ran there before this configuration joined the run"
+        " (step 5 says how it ran)",
+        "how to install": "",
+    }
+
+
 def _install_hint(adapter: EngineAdapter, spec: EngineSpec) -> str:
     """The exact set-up command where a recipe exists and the python launcher is used, else the adapter's hint."""
     hint = setup_hint(adapter.name) if spec.launcher.kind == "python" else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from helpers.core.config import DEFAULT_MEMORY_FRACTION
-from helpers.environment.engine_status import engine_status
+from helpers.environment.engine_status import engine_status, not_recorded_status
 from helpers.environment.hardware import Inventory, hardware_plan_table, inventory, inventory_frame
 from helpers.environment.kv_prediction import cpu_kv_plan, predicted_kv_tokens
 from helpers.environment.memory_plan import memory_plan, memory_plan_frame, plot_memory_plan
@@ -32,6 +32,7 @@ from helpers.environment.records import (
 from helpers.environment.team import team_table
 from helpers.model.gpu_specs import GpuSpec, gpu_spec
 from helpers.report.notebook import Context, say, show_figure, show_table
+from helpers.run.rerender import re_rendering
 
 
 def _record(ctx: Context) -> EnvironmentRecord:
@@ -190,12 +191,20 @@ def show_prediction_check(ctx: Context) -> None:
 
 
 def engine_environments(ctx: Context) -> list[EngineEnvironment]:
-    """Step 4: which engines are installed and runnable, checked once per run folder on the measuring host."""
+    """Step 4: which engines are installed and runnable, checked once per configuration on the measuring host.
+
+    A resume that adds configurations (``playbook run --engines``) checks those and keeps the earlier rows; a
+    re-render from points checks nothing here (this machine is not the one that measured), and a
+    configuration that the measuring host never checked reads "not recorded".
+    """
     rec = _record(ctx)
-    if rec.engines is None:
-        rec.engines = [EngineEnvironment.model_validate(engine_status(e)) for e in ctx.cfg.engines]
+    checked = {e.label: e for e in rec.engines or []}
+    missing = [e for e in ctx.cfg.engines if e.label not in checked]
+    if missing and not re_rendering():
+        rec.engines = [*checked.values(), *(EngineEnvironment.model_validate(engine_status(e)) for e in missing)]
         ctx.folder.save(rec)
-    return rec.engines
+        checked = {e.label: e for e in rec.engines}
+    return [checked.get(e.label) or EngineEnvironment.model_validate(not_recorded_status(e)) for e in ctx.cfg.engines]
 
 
 def show_engine_environments(ctx: Context, envs: list[EngineEnvironment]) -> None:

@@ -12,6 +12,10 @@ and a measuring run, are not guarded: a failed notebook is written and the next 
 
 ``run.json``'s ``notebook_seconds`` is the wall time of the measuring run's notebooks (step 5 measured
 then); a re-render keeps it and writes its own under ``rerender_seconds`` (``run_info``).
+
+What the notebooks' kernels are told about the attempt (``helpers.tools.runner`` sets it): a re-render
+(``FROM_POINTS_ENV``, ``re_rendering``) measures and probes nothing; an attempt with ``--engines``
+(``MEASURE_ONLY_ENV``, ``measured_here``) measures those configurations and rebuilds the folder's others.
 """
 
 from __future__ import annotations
@@ -30,6 +34,28 @@ from helpers.run.processes import PIDS_NAME
 
 RUN_FILE = "run.json"
 """The runner's own notes in the run folder: run id, failures, notebook timings."""
+
+FROM_POINTS_ENV = "PLAYBOOK_FROM_POINTS"
+"""Set (by ``playbook run --from-points``) to re-render a run from its stored points without launching."""
+
+
+MEASURE_ONLY_ENV = "PLAYBOOK_MEASURE_ONLY"
+"""Set (by ``playbook run --engines``) to the JSON list of the configurations this attempt measures; the run
+folder's other configurations, archived by earlier attempts, are rebuilt from what they stored."""
+
+
+def re_rendering() -> bool:
+    """Whether this kernel re-renders a run from its stored points (``FROM_POINTS_ENV``): probe no machine."""
+    return bool(os.environ.get(FROM_POINTS_ENV))
+
+
+def measured_here(label: str) -> bool:
+    """Whether this attempt measures configuration ``label`` (not a re-render, and ``--engines`` names it)."""
+    if re_rendering():
+        return False
+    only = os.environ.get(MEASURE_ONLY_ENV)
+    return only is None or label in json.loads(only)
+
 
 RERENDER_KEY = "rerender_seconds"
 """``run.json``'s key for the notebook timings of the latest re-render from points."""

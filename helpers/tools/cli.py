@@ -76,6 +76,11 @@ def _profile(args: argparse.Namespace) -> int:
     return 0
 
 
+_ENGINES_HELP = (
+    "measure only these engine configurations (labels); those earlier attempts of the run id archived are kept"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``playbook``."""
     p = argparse.ArgumentParser(prog="playbook", description="Engine Playbook: choose an LLM inference engine.")
@@ -88,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--only", nargs="*", help="run only these notebooks (e.g. 03_benchmark)")
     r.add_argument("--quiet", action="store_true", help="do not show step 5's progress bar and notes")
-    r.add_argument("--engines", nargs="+", metavar="LABEL", help="run only these engine configurations (labels)")
+    r.add_argument("--engines", nargs="+", metavar="LABEL", help=_ENGINES_HELP)
     r.add_argument(
         "--from-points",
         action="store_true",

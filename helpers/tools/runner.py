@@ -14,6 +14,7 @@ before each (``helpers.tools.kernel``): a kernel start and the imports once, not
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -25,7 +26,6 @@ from typing import TextIO
 
 import yaml
 
-from helpers.benchmark.run import FROM_POINTS_ENV
 from helpers.core.atomic import write_json_atomic, write_text_atomic
 from helpers.core.config import PlaybookConfig, public_dict
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR, repo_relative
@@ -38,8 +38,8 @@ from helpers.report.run_summary import write_summary
 from helpers.run.lock import RunLock
 from helpers.run.processes import Watchdog
 from helpers.run.progress import PROGRESS_FILE
-from helpers.run.rerender import RUN_FILE, RerenderGuard, run_info
-from helpers.tools.engine_subset import config_file, select_engines
+from helpers.run.rerender import FROM_POINTS_ENV, MEASURE_ONLY_ENV, RUN_FILE, RerenderGuard, run_info
+from helpers.tools.engine_subset import config_file, select_engines, with_archived_engines
 from helpers.tools.kernel import RunKernel, kernel_manager_writing_to
 from helpers.tools.progress_console import watch_progress
 
@@ -138,19 +138,24 @@ def archive_check(run_dir: Path, text: str, now: datetime | None = None) -> Path
     return path
 
 
+def _set_environment(values: dict[str, str | None]) -> None:
+    """``os.environ`` with ``values`` set (a value of None: the variable unset)."""
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 @contextmanager
-def points_only(on: bool) -> Iterator[None]:
-    """Set ``FROM_POINTS_ENV`` while the run lasts (``on``), so the notebooks' kernels inherit it; then restore it."""
-    before = os.environ.get(FROM_POINTS_ENV)
-    if on:
-        os.environ[FROM_POINTS_ENV] = "1"
+def kernel_environment(values: dict[str, str | None]) -> Iterator[None]:
+    """Set ``values`` (None: unset) while the run lasts, so the notebooks' kernels inherit them; then restore."""
+    before = {k: os.environ.get(k) for k in values}
+    _set_environment(values)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(FROM_POINTS_ENV, None)
-        else:
-            os.environ[FROM_POINTS_ENV] = before
+        _set_environment(before)
 
 
 def run_playbook(
@@ -167,8 +172,9 @@ def run_playbook(
     """Run the whole playbook for ``config``; return the path of ``report.html``.
 
     The config is validated first (a bad config fails before anything starts). Reusing a
-    ``run_id`` resumes: measured points in that run folder are kept. ``engines`` (labels) runs only
-    those engine configurations (``helpers.tools.engine_subset``). With ``log_output`` step 5's
+    ``run_id`` resumes: measured points in that run folder are kept. ``engines`` (labels) measures only
+    those engine configurations; the ones an earlier attempt archived in the run folder are kept and
+    reported beside them (``helpers.tools.engine_subset``). With ``log_output`` step 5's
     progress is shown on ``console`` (default stderr): a bar on a terminal, else a line per unit.
     ``preflight``: what ``playbook check`` said before the run, appended to ``logs/check.txt``.
     ``from_points`` (or ``FROM_POINTS_ENV`` set): re-render the run folder from its stored points, launching
@@ -182,13 +188,18 @@ def run_playbook(
     run_id = run_id or new_run_id(cfg.name)
     run_dir = (Path(reports_dir) / run_id).resolve()
     from_points = from_points or bool(os.environ.get(FROM_POINTS_ENV))
+    kernel_env = {FROM_POINTS_ENV: "1" if from_points else None, MEASURE_ONLY_ENV: None}
     # RunLock: one run per run id; Watchdog: what the run starts does not outlive it, even a `kill -9` of it
-    with RunLock(run_dir), Watchdog(run_dir), config_file(cfg, config, bool(engines)) as path, points_only(from_points):
-        shown = (console or sys.stderr) if log_output else None
-        with RerenderGuard(run_dir, from_points) as guard:  # a healthy archive: a copy to put back on failure
-            if preflight is not None:
-                archive_check(run_dir, preflight)
-            report = _run_locked(cfg, path, run_id, run_dir, only, shown, guard)
+    with RunLock(run_dir), Watchdog(run_dir):
+        if engines:  # these are measured; the configurations earlier attempts archived are kept, and reported
+            kernel_env[MEASURE_ONLY_ENV] = json.dumps([e.label for e in cfg.engines])
+            cfg = with_archived_engines(cfg, run_dir / "config.yaml")
+        with config_file(cfg, config, bool(engines)) as path, kernel_environment(kernel_env):
+            shown = (console or sys.stderr) if log_output else None
+            with RerenderGuard(run_dir, from_points) as guard:  # a healthy archive: a copy to put back on failure
+                if preflight is not None:
+                    archive_check(run_dir, preflight)
+                report = _run_locked(cfg, path, run_id, run_dir, only, shown, guard)
         write_index(Path(reports_dir))  # never from a re-render that failed: it raised above
         return report
 

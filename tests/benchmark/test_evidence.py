@@ -380,3 +380,33 @@ def test_raising_max_probes_on_a_resume_carries_a_search_that_found_no_failing_l
     assert again["p0"] == kept["p0"] and again["p1"] == kept["p1"]  # kept, not measured again
     assert more.capacity.estimate.status != "at_least", more.capacity.note  # it found a failing load
     assert "where the earlier attempt in this run folder started" in more.capacity.note
+
+
+def test_a_resume_carries_on_the_edge_rounds_a_search_did_not_finish(fake_engine, tmp_path, monkeypatch):
+    """A search whose edge rounds stopped short (a run cut during them, re-rendered since) goes on when resumed.
+
+    One edge round, then the interval is wider than asked: with ``edge_rounds_max`` raised to 2 the same run id
+    runs the second round, keeping every probe of the first attempt. Once the rounds allowed are done, a resume
+    keeps the stored result as it is.
+    """
+    monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
+    cfg = config(tmp_path)
+    cfg.evidence.search.edge_rounds_min = cfg.evidence.search.edge_rounds_max = 1
+    cfg.evidence.search.target_rel_ci = 0.001  # never reached: the rounds allowed decide
+    cfg.evidence.max_other_cpu_cores = 64.0
+    run_dir = tmp_path / "run"
+    (first,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    assert first.status == "ok" and first.capacity.estimate.status == "estimated", first.capacity.note
+    assert not first.capacity.estimate.conclusive
+    streams = [p["stream"] for p in first.capacity.probes if not p["superseded"]]
+    assert "e0-lo" in streams and "e1-lo" not in streams
+    cfg.evidence.search.edge_rounds_max = 2
+    (more,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    assert more.status == "ok", more.reason
+    again = [p["stream"] for p in more.capacity.probes if not p["superseded"]]
+    assert again[: len(streams)] == streams and {"e1-lo", "e1-hi"} <= set(again)
+    kept = {p.probe["stream"]: p.model_dump() for p in first.points if p.phase == "search"}
+    now = {p.probe["stream"]: p.model_dump() for p in more.points if p.phase == "search"}
+    assert all(now[s] == kept[s] for s in kept)  # the first attempt's probes, kept and not measured again
+    (same,) = asyncio.run(run_benchmarks(cfg, run_dir))  # both rounds done: the stored result
+    assert same.capacity.model_dump() == more.capacity.model_dump()

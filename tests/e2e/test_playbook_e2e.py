@@ -329,3 +329,37 @@ def test_a_second_run_of_the_same_workload_is_reviewed(run):
     assert "2 run(s)" in (run.reports / "index.html").read_text(encoding="utf-8")
     first = json.loads((run.dir / "review.json").read_text(encoding="utf-8"))
     assert any("No earlier run" in n for n in first["notes"])  # the first run had no history, and said so
+
+
+def test_a_resume_with_engines_measures_those_and_keeps_and_reports_the_archived_ones(run):
+    """``playbook run CONFIG --run-id X --engines B`` after an attempt that ran A: the report covers A and B.
+
+    The folder holds both configurations' measurements (the first run's, copied) and a ``config.yaml`` that
+    names only `cache-off`, as an attempt run with ``--engines cache-off`` leaves it. One of `cache-off`'s
+    points is deleted: were it measured here, its engine would be started to fill the gap. It is not named now,
+    so it is rebuilt from what it stored, and `cache-on`, named, resumes its copied points: nothing starts.
+    """
+    folder = run.reports / "e2e-subset"
+    for label in (GOOD_ON, GOOD_OFF):
+        slug = label_slug(label)
+        shutil.copytree(run.dir / "points" / slug, folder / "points" / slug)
+        (folder / "engines").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(run.dir / "engines" / f"{slug}.json", folder / "engines" / f"{slug}.json")
+    earlier = dict(CONFIG, engines=[engine(GOOD_OFF, False)])
+    (folder / "config.yaml").write_text(yaml.safe_dump(earlier, sort_keys=False), encoding="utf-8")
+    gap = sorted((folder / "points" / label_slug(GOOD_OFF)).glob("sweep-*.json"))[-1]
+    gap.unlink()
+    report = run_playbook(run.config, run_id="e2e-subset", reports_dir=run.reports, log_output=False, engines=[GOOD_ON])
+    assert not list((folder / "logs").glob("*.log")), "an engine was started"
+    assert not gap.exists()  # cache-off was not measured again
+    archived = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+    assert [e["label"] for e in archived["engines"]] == [GOOD_OFF, GOOD_ON]  # the earlier one first; not bad-flag
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    assert [e["label"] for e in summary["config"]["engines"]] == [GOOD_OFF, GOOD_ON]
+    assert {e["label"]: e["status"] for e in summary["engines"]} == {GOOD_OFF: "ok", GOOD_ON: "ok"}
+    env = json.loads((folder / "environment.json").read_text(encoding="utf-8"))
+    assert [(e["engine config"], e["status"]) for e in env["engines"]] == [(GOOD_OFF, "ready"), (GOOD_ON, "ready")]
+    html = report.read_text(encoding="utf-8")
+    table = re.search(r"Engine test environments</p>.*?<tbody>(.*?)</tbody>", html, re.S).group(1)
+    assert [re.findall(r"<td>(.*?)</td>", row)[3] for row in re.findall(r"<tr>(.*?)</tr>", table)] == ["ready"] * 2
+    assert html.count(XSS_ESC) >= 2 and XSS not in html

@@ -7,12 +7,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers.core.config import load_config
 from helpers.core.errors import ConfigError
+from helpers.run.rerender import FROM_POINTS_ENV, MEASURE_ONLY_ENV, measured_here
 from helpers.tools.bundle.cli import add_bundle_arguments, default_out
 from helpers.tools.cli import build_parser
-from helpers.tools.engine_subset import config_file, select_engines
+from helpers.tools.engine_subset import config_file, select_engines, with_archived_engines
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "gpu_host.sh"
@@ -79,6 +81,31 @@ def test_run_only_some_engines(tmp_path):
     assert not path.exists()  # the private copy is gone after the run
     args = build_parser().parse_args(["run", str(CHAT), "--engines", labels[0], "x y"])
     assert args.engines == [labels[0], "x y"]
+
+
+def test_a_resume_with_engines_keeps_the_archived_configurations(tmp_path):
+    cfg = load_config(CHAT)
+    first, second = (e.label for e in cfg.engines[:2])
+    archived = tmp_path / "config.yaml"
+    assert with_archived_engines(select_engines(cfg, [first]), archived) == select_engines(cfg, [first])  # no file
+    archived.write_text(yaml.safe_dump(select_engines(cfg, [second]).model_dump(mode="json"), sort_keys=False))
+    merged = with_archived_engines(select_engines(cfg, [first]), archived)
+    assert [e.label for e in merged.engines] == [second, first]  # the archived one first, the named one after
+    changed = cfg.engines[1].model_copy(update={"note": "tuned again"})  # named again: this attempt's copy wins
+    again = with_archived_engines(cfg.model_copy(update={"engines": [changed]}), archived)
+    assert [(e.label, e.note) for e in again.engines] == [(second, "tuned again")]
+    archived.write_text("engines: [")  # unreadable: the named configurations alone
+    assert with_archived_engines(select_engines(cfg, [first]), archived).engines == select_engines(cfg, [first]).engines
+
+
+def test_an_attempt_measures_only_the_configurations_it_names(monkeypatch):
+    monkeypatch.delenv(FROM_POINTS_ENV, raising=False)
+    monkeypatch.delenv(MEASURE_ONLY_ENV, raising=False)
+    assert measured_here("a")
+    monkeypatch.setenv(MEASURE_ONLY_ENV, '["a", "b c"]')
+    assert measured_here("b c") and not measured_here("d")
+    monkeypatch.setenv(FROM_POINTS_ENV, "1")
+    assert not measured_here("a")  # a re-render measures nothing
 
 
 def test_bundle_specs_cite_no_file_outside_the_repository():

@@ -19,9 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from helpers.benchmark.run import FROM_POINTS_ENV
 from helpers.core.paths import REPO_ROOT, REPORTS_DIR
-from helpers.run.rerender import RERENDER_KEY
+from helpers.run.rerender import FROM_POINTS_ENV, RERENDER_KEY
 from helpers.tools.runner import notebooks, run_playbook
 
 RUN = "h100-20261205-chat-8b-vllm"
