@@ -61,8 +61,8 @@ TRTLLM_ABSENT = (
     "...}`; then `playbook run CONFIG --engines LABEL`"
 )
 ABSENT = {
-    "lmdeploy": "; playbook/workloads/h200-offline/chat-8b-turbomind.yaml measures LMDeploy's TurboMind beside "
-    "vLLM and SGLang",
+    "lmdeploy": "; playbook/workloads/h200-offline/chat-8b-turbomind.yaml (Llama-3.1-8B bf16) and "
+    "chat-70b-fp8-turbomind.yaml (the seed's Llama-3.3-70B FP8) measure LMDeploy's TurboMind beside vLLM and SGLang",
 }
 REFERENCE = "1 (the reference)"
 WHY = "why not measured / how to fill the row"

@@ -11,7 +11,8 @@ folder was put back. On success the copy is removed. A folder that already recor
 and a measuring run, are not guarded: a failed notebook is written and the next one runs, as always.
 
 ``run.json``'s ``notebook_seconds`` is the wall time of the measuring run's notebooks (step 5 measured
-then); a re-render keeps it and writes its own under ``rerender_seconds`` (``run_info``).
+then); a re-render keeps it and writes its own under ``rerender_seconds`` (``run_info``), and so does a
+resume that measured nothing (``earlier_of_a_resume``: every point was kept).
 
 What the notebooks' kernels are told about the attempt (``helpers.tools.runner`` sets it): a re-render
 (``FROM_POINTS_ENV``, ``re_rendering``) measures and probes nothing; an attempt with ``--engines``
@@ -105,6 +106,24 @@ def run_info(
     if earlier is None:
         return {"run_id": run_id, "failures": failures, "notebook_seconds": timings}
     return {**earlier, "run_id": run_id, "failures": failures, RERENDER_KEY: timings}
+
+
+def measured_since(run_dir: str | Path, started: float) -> bool:
+    """Whether step 5 wrote a point (``points/**/*.json``) into ``run_dir`` at or after ``started`` (epoch s)."""
+    return any(p.stat().st_mtime >= started for p in Path(run_dir).glob("points/*/*.json"))
+
+
+def earlier_of_a_resume(run_dir: str | Path, started: float) -> dict[str, Any] | None:
+    """The earlier ``run.json`` when a resume since ``started`` measured nothing (its timings are not step 5's).
+
+    A resume whose every point was kept (``--run-id`` of a finished run) took seconds, not the measuring run's
+    minutes: it is recorded as a re-render (``run_info``), keeping the measuring run's ``notebook_seconds``.
+    None when something was measured, or there is no earlier record with timings.
+    """
+    info = read_run_info(Path(run_dir))
+    if not info or "notebook_seconds" not in info or measured_since(run_dir, started):
+        return None
+    return info
 
 
 class Snapshot:

@@ -38,7 +38,14 @@ from helpers.report.run_summary import write_summary
 from helpers.run.lock import RunLock
 from helpers.run.processes import Watchdog
 from helpers.run.progress import PROGRESS_FILE
-from helpers.run.rerender import FROM_POINTS_ENV, MEASURE_ONLY_ENV, RUN_FILE, RerenderGuard, run_info
+from helpers.run.rerender import (
+    FROM_POINTS_ENV,
+    MEASURE_ONLY_ENV,
+    RUN_FILE,
+    RerenderGuard,
+    earlier_of_a_resume,
+    run_info,
+)
 from helpers.tools.engine_subset import config_file, select_engines, with_archived_engines
 from helpers.tools.kernel import RunKernel, kernel_manager_writing_to
 from helpers.tools.progress_console import watch_progress
@@ -217,6 +224,7 @@ def _run_locked(
 
     ``guard``: the re-render's guard (``helpers.run.rerender``); it raises when a guarded re-render failed.
     """
+    started = time.time()
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
     cfg_copy = run_dir / "config.yaml"
     write_text_atomic(cfg_copy, yaml.safe_dump(public_dict(cfg), sort_keys=False))  # a full disk: never half a file
@@ -239,6 +247,7 @@ def _run_locked(
                 print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)
     redact_logs(run_dir, secrets)
     guard.check(failures, list(timings))  # a guarded re-render stops here: the folder is put back
-    write_json_atomic(run_dir / RUN_FILE, run_info(run_id, failures, timings, guard.earlier))
+    earlier = guard.earlier if guard.earlier is not None else earlier_of_a_resume(run_dir, started)
+    write_json_atomic(run_dir / RUN_FILE, run_info(run_id, failures, timings, earlier))
     write_summary(run_dir, cfg)
     return render_report(run_dir)

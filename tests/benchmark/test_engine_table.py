@@ -16,6 +16,7 @@ from helpers.core.config import load_config
 from helpers.run.folder import RunFolder
 
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
+WORKLOADS = REPORTS.parent / "playbook" / "workloads"
 AT_100, RATIO_100 = "at concurrency 100", "÷ vLLM at concurrency 100"
 AT_CAP, RATIO_CAP, SEED = "at the SLA capacity", "÷ vLLM at the SLA capacity", "against the seed's figure"
 NOT_MEASURED = f"not measured (see '{WHY}')"
@@ -69,9 +70,11 @@ def test_the_70b_run_is_the_seeds_shape_and_lmdeploy_says_where_it_is_measured()
     lm = rows["LMDeploy"]
     assert lm["configuration"] == "—" and lm[AT_CAP] == NOT_MEASURED
     assert lm[WHY] == (
-        "not in this run's config; playbook/workloads/h200-offline/chat-8b-turbomind.yaml measures LMDeploy's "
-        "TurboMind beside vLLM and SGLang"
+        "not in this run's config; playbook/workloads/h200-offline/chat-8b-turbomind.yaml (Llama-3.1-8B bf16) and "
+        "chat-70b-fp8-turbomind.yaml (the seed's Llama-3.3-70B FP8) measure LMDeploy's TurboMind beside vLLM and "
+        "SGLang"
     )
+    assert (WORKLOADS / "h200-offline" / "chat-70b-fp8-turbomind.yaml").is_file()  # the file it names
 
 
 def test_at_the_seeds_load_the_ratio_is_of_the_concurrency_100_points_and_a_failed_engine_says_why():

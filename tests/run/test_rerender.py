@@ -10,7 +10,7 @@ import pytest
 
 from helpers.core.errors import PlaybookError
 from helpers.run.lock import LOCK_NAME, RunLock
-from helpers.run.rerender import RERENDER_KEY, RerenderError, RerenderGuard, healthy, run_info
+from helpers.run.rerender import RERENDER_KEY, RerenderError, RerenderGuard, earlier_of_a_resume, healthy, run_info
 
 
 def _folder(tmp_path, failures: dict | None = None):
@@ -106,3 +106,20 @@ def test_run_json_of_a_rerender_keeps_the_measured_seconds_and_every_other_key()
     }
     assert healthy({"run_id": "r", "failures": {}}) and healthy({"run_id": "r"})
     assert not healthy(None) and not healthy({"failures": {"a": "b"}}) and not healthy({"failures": "bad"})
+
+
+def test_a_resume_that_measured_nothing_keeps_the_measuring_runs_timings(tmp_path):
+    run = tmp_path / "run"
+    point = run / "points" / "vllm" / "sweep-c0001.json"
+    point.parent.mkdir(parents=True)
+    point.write_text("{}")
+    measured = {"run_id": "r", "failures": {}, "notebook_seconds": {"03_benchmark.ipynb": 300.0}}
+    (run / "run.json").write_text(json.dumps(measured))
+    os.utime(point, (1_000, 1_000))  # measured long ago
+    assert earlier_of_a_resume(run, started=2_000) == measured  # every point kept: recorded as a re-render
+    assert run_info("r", {}, {"03_benchmark.ipynb": 2.0}, measured)["notebook_seconds"] == {"03_benchmark.ipynb": 300.0}
+    os.utime(point, (3_000, 3_000))
+    assert earlier_of_a_resume(run, started=2_000) is None  # a point written since: a measuring run
+    (run / "run.json").write_text(json.dumps({"run_id": "r", "failures": {}}))
+    os.utime(point, (1_000, 1_000))
+    assert earlier_of_a_resume(run, started=2_000) is None  # no timings to keep
