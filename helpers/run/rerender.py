@@ -108,9 +108,14 @@ def run_info(
     return {**earlier, "run_id": run_id, "failures": failures, RERENDER_KEY: timings}
 
 
+MEASUREMENTS = ("points", "crosscheck", "quality")
+"""The run folder's folders of step 5's measurements: probes and grid points, the engines' own clients, answers."""
+
+
 def measured_since(run_dir: str | Path, started: float) -> bool:
-    """Whether step 5 wrote a point (``points/**/*.json``) into ``run_dir`` at or after ``started`` (epoch s)."""
-    return any(p.stat().st_mtime >= started for p in Path(run_dir).glob("points/*/*.json"))
+    """Whether step 5 wrote a measurement (a file under ``MEASUREMENTS``) into ``run_dir`` since ``started``."""
+    files = (p for folder in MEASUREMENTS for p in (Path(run_dir) / folder).rglob("*") if p.is_file())
+    return any(p.stat().st_mtime >= started for p in files)
 
 
 def earlier_of_a_resume(run_dir: str | Path, started: float) -> dict[str, Any] | None:

@@ -120,6 +120,13 @@ def test_a_resume_that_measured_nothing_keeps_the_measuring_runs_timings(tmp_pat
     assert run_info("r", {}, {"03_benchmark.ipynb": 2.0}, measured)["notebook_seconds"] == {"03_benchmark.ipynb": 300.0}
     os.utime(point, (3_000, 3_000))
     assert earlier_of_a_resume(run, started=2_000) is None  # a point written since: a measuring run
+    os.utime(point, (1_000, 1_000))
+    record = run / "crosscheck" / "vllm.json"  # the engine's own client ran, the probes were kept
+    record.parent.mkdir()
+    record.write_text("{}")
+    os.utime(record, (3_000, 3_000))
+    assert earlier_of_a_resume(run, started=2_000) is None
+    record.unlink()
     (run / "run.json").write_text(json.dumps({"run_id": "r", "failures": {}}))
     os.utime(point, (1_000, 1_000))
     assert earlier_of_a_resume(run, started=2_000) is None  # no timings to keep
