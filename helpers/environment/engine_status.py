@@ -20,29 +20,31 @@ def engine_status(spec: EngineSpec) -> dict[str, object]:
     """One engine configuration's readiness row; a path in the repository is written from its root (``./``)."""
     adapter = get_engine(spec.engine)
     state, version, detail = LAUNCHERS[spec.launcher.kind].readiness(adapter, spec)
-    return {
-        "engine config": spec.label,
-        "engine": adapter.display_name or adapter.name,
-        "launcher": spec.launcher.kind,
-        "status": state,
-        "version": version,
-        "detail": repo_relative(detail),
-        "how to install": "" if state == "ready" else _install_hint(adapter, spec),
-    }
+    install = "" if state == "ready" else _install_hint(adapter, spec)
+    return _row(spec, adapter, state, version, repo_relative(detail), install)
 
 
 def not_recorded_status(spec: EngineSpec) -> dict[str, object]:
     """The row of a configuration that the measuring host never checked, as a re-render from points shows it."""
-    adapter = get_engine(spec.engine)
+    detail = (
+        "not checked on the measuring host: step 4 ran there before this configuration joined the run"
+        " (step 5 says how it ran)"
+    )
+    return _row(spec, get_engine(spec.engine), "not recorded", None, detail, "")
+
+
+def _row(
+    spec: EngineSpec, adapter: EngineAdapter, status: str, version: str | None, detail: str, install: str
+) -> dict[str, object]:
+    """A row of the engine environments table (``EngineEnvironment``'s fields, by their column names)."""
     return {
         "engine config": spec.label,
         "engine": adapter.display_name or adapter.name,
         "launcher": spec.launcher.kind,
-        "status": "not recorded",
-        "version": None,
-        "detail": "not checked on the measuring host: step 4 ran there before this configuration joined the run"
-        " (step 5 says how it ran)",
-        "how to install": "",
+        "status": status,
+        "version": version,
+        "detail": detail,
+        "how to install": install,
     }
 
 

@@ -201,9 +201,9 @@ def engine_environments(ctx: Context) -> list[EngineEnvironment]:
     checked = {e.label: e for e in rec.engines or []}
     missing = [e for e in ctx.cfg.engines if e.label not in checked]
     if missing and not re_rendering():
-        rec.engines = [*checked.values(), *(EngineEnvironment.model_validate(engine_status(e)) for e in missing)]
+        checked |= {e.label: EngineEnvironment.model_validate(engine_status(e)) for e in missing}
+        rec.engines = list(checked.values())
         ctx.folder.save(rec)
-        checked = {e.label: e for e in rec.engines}
     return [checked.get(e.label) or EngineEnvironment.model_validate(not_recorded_status(e)) for e in ctx.cfg.engines]
 
 
