@@ -32,23 +32,28 @@ from helpers.benchmark.probe import Axis, Measurement, Probe, SlaLimits, judge
 from helpers.core.config import SLA
 from helpers.run.records import CapacityEstimate
 
+# The names of a search's streams, written by the two functions below and read back by the two patterns.
 _COARSE_STREAM = re.compile(r"p\d+")
 _EDGE_STREAM = re.compile(r"e(\d+)-(lo|hi)")
 
 
-def is_coarse_stream(stream: object) -> bool:
-    """Whether a probe's stream is one of the search's non-edge asks (``p0``, ``p1``, …): ``max_probes`` counts them.
+def coarse_stream(n: int) -> str:
+    """The stream of the search's ``n``-th non-edge ask (coarse, re-probe or retry): ``p<n>``."""
+    return f"p{n}"
 
-    ``EdgeSearch._coarse_stream`` names them.
-    """
+
+def edge_stream(round_: int, side: str) -> str:
+    """The stream of edge round ``round_``'s probe below (``lo``) or above (``hi``) the estimate: ``e<r>-<side>``."""
+    return f"e{round_}-{side}"
+
+
+def is_coarse_stream(stream: object) -> bool:
+    """Whether a probe's stream is one of the search's non-edge asks (``coarse_stream``): ``max_probes`` counts them."""
     return isinstance(stream, str) and _COARSE_STREAM.fullmatch(stream) is not None
 
 
 def edge_rounds_done(streams: Iterable[object]) -> int:
-    """How many edge rounds (``e<r>-lo`` and ``e<r>-hi``, both measured) the probes' streams hold.
-
-    ``EdgeSearch._edge_round`` names them.
-    """
+    """How many edge rounds (``edge_stream(r, "lo")`` and ``edge_stream(r, "hi")``, both measured) the streams hold."""
     sides: dict[str, set[str]] = {}
     for stream in streams:
         m = _EDGE_STREAM.fullmatch(stream) if isinstance(stream, str) else None
@@ -198,7 +203,7 @@ class EdgeSearch:
         return probe
 
     def _coarse_stream(self) -> str:
-        return f"p{self.coarse_asked}"
+        return coarse_stream(self.coarse_asked)
 
     def _plan(self) -> None:
         """Decide the next asks: a coarse load while the bracket is wide, else an edge round, else stop."""
@@ -263,7 +268,7 @@ class EdgeSearch:
             below, above = v * (1 - self.step), v * (1 + self.step)
             for cap in (self.max_load, self.client_limit):
                 above = min(above, cap) if cap is not None else above
-        self._pending += [Ask(below, f"e{r}-lo", "edge"), Ask(above, f"e{r}-hi", "edge")]
+        self._pending += [Ask(below, edge_stream(r, "lo"), "edge"), Ask(above, edge_stream(r, "hi"), "edge")]
 
     def why_stopped(self) -> str:
         """Why the search ended (empty while it runs)."""
