@@ -31,6 +31,7 @@ from helpers.core.text import label_slug
 from helpers.environment.prediction_check import predicted_capacity
 from helpers.measure.interference import wait_quiet
 from helpers.measure.loadgen import LoadResult
+from helpers.run.progress import cut_starts
 from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
 
 
@@ -345,8 +346,15 @@ def rebuild_from_points(session: EngineSession) -> EngineResult:
     folder = session.run_dir / "points" / label_slug(session.spec.label)
     found = (load_point(p) for p in sorted(folder.glob("*.json")))
     result.points = [p for p in found if p is not None]
-    if not result.points and prev is None:
+    if not result.points and (prev is None or prev.status == "skipped"):
         result.status, result.reason = "skipped", "not measured in this run folder (re-rendered from points)"
+        cut = cut_starts(session.run_dir, session.spec.label)
+        if cut:
+            last = f"; last progress: {cut[-1]}" if cut[-1] else ""
+            result.reason = (
+                f"not measured: its start was begun {len(cut)} time(s) and the run was stopped each time before "
+                f"it served{last}"
+            )
     session.result = result
     if session.cfg.evidence.search.enabled:
         result.capacity = rejudged_capacity(result, session)

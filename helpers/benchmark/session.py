@@ -110,7 +110,7 @@ class EngineSession:
         wrong (a silent fallback) fails.
         """
         self.steps.begin(spec.label, "cold", unit := tag.removeprefix("tune-") or "main")
-        self.adapter.prepare(spec, self.cfg.model)
+        self.adapter.prepare(spec, self.cfg.model, self.say)
         spec = self.adapter.benchmark_spec(spec)
         t0 = time.monotonic()
 

@@ -106,6 +106,10 @@ def compare_best(
         if c.get("meets_sla") and c.get("output_tok_s") and c.get("gpus_per_replica") and c["label"] in by_label
     ]
     verdict = EvidenceVerdict(margin_pct=100 * margin)
+    unmeasured = [r for r in results if r.status == "skipped"]
+    if len(rows) < 2 and unmeasured:
+        _not_measured_yet(verdict, rows[0]["label"] if rows else None, unmeasured)
+        return verdict
     if len(rows) < 2:
         verdict.faster = rows[0]["label"] if rows else None
         verdict.decided_by = "tree and operations cost" if rows else "nothing measured"
@@ -144,6 +148,20 @@ def compare_best(
                 verdict.to_resolve = f"{verdict.to_resolve}: about {verdict.minutes_to_resolve:g} engine-minutes"
     _decide(verdict, a, b, break_even)
     return verdict
+
+
+def _not_measured_yet(v: EvidenceVerdict, measured: str | None, unmeasured: list[EngineResult]) -> None:
+    """Not conclusive: configurations of this run were never measured (a run cut short), so nothing is compared.
+
+    A configuration that failed is a result (it cannot serve here); one that was not measured is a gap.
+    """
+    names = ", ".join(f"`{r.label}`" for r in unmeasured)
+    v.verdict, v.decided_by, v.faster = "not_conclusive", "not conclusive", measured
+    one = len(unmeasured) == 1
+    v.to_resolve = f"measure {names}: resume this run with `--engines` naming {'it' if one else 'them'}"
+    what = f"`{measured}` is the only configuration measured" if measured else "no configuration meets the SLA"
+    v.text = f"{what[0].upper()}{what[1:]}; {names} {'was' if one else 'were'} not measured in this run"
+    v.text += f" ({unmeasured[0].reason}): {v.to_resolve}."
 
 
 def _fixed(v: EvidenceVerdict, ra: EngineResult, rb: EngineResult, ga: int, gb: int, margin: float) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -126,8 +127,11 @@ class EngineAdapter:
             return self.default_block_size, f"{self.display_name or self.name} default"
         return None, f"not known for {self.display_name or self.name}"
 
-    def prepare(self, spec: EngineSpec, model: ModelSpec) -> None:
-        """Make what the engine needs on this host before launch (e.g. random weights); nothing by default."""
+    def prepare(self, spec: EngineSpec, model: ModelSpec, log: Callable[[str], None] = print) -> None:
+        """Make what the engine needs on this host before launch (e.g. random weights); nothing by default.
+
+        ``log`` takes progress lines (the run's progress notes), for what takes minutes.
+        """
 
     def startup_problem(self, log_text: str) -> str | None:
         """Why an engine that became healthy is still not what the configuration asked for, if it is not.

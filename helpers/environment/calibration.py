@@ -30,7 +30,7 @@ from helpers.core.paths import REPORTS_DIR
 from helpers.core.text import label_slug
 from helpers.engines import get_engine
 from helpers.environment.prediction import CalibrationMeasurement, CalibrationTable, factor_from, predict_config
-from helpers.environment.prediction_check import GOAL, measured_capacity, predicted_on_axis
+from helpers.environment.prediction_check import EVERY_LOAD_PASSED, GOAL, measured_capacity, predicted_on_axis
 from helpers.environment.records import EnvironmentRecord
 from helpers.launchers.config_check import load_config
 from helpers.model.gpu_specs import GpuSpec, gpu_spec
@@ -177,7 +177,8 @@ def calibration_rows(run_dirs: list[Path]) -> list[CalibrationRow]:
     table = engine_factors(rows, "", "")
     for row in rows:
         f = table.without(row.duplicate_of or row.run).engines.get(row.engine)
-        row.loo_ratio = row.ratio * f.factor if f is not None else None
+        bound = row.interval == EVERY_LOAD_PASSED  # no edge reached: nothing to hold the prediction against
+        row.loo_ratio = row.ratio * f.factor if f is not None and not bound else None
     return rows
 
 
@@ -195,7 +196,7 @@ def engine_factors(rows: list[CalibrationRow], as_of: str, source: str) -> Calib
     """
     by_engine: dict[str, list[CalibrationMeasurement]] = {}
     for r in rows:
-        if r.duplicate_of is None:
+        if r.duplicate_of is None and r.interval != EVERY_LOAD_PASSED:
             copies = [c.run for c in rows if c.duplicate_of == r.run and _same(c, r) and c.run != r.run]
             by_engine.setdefault(r.engine, []).append(
                 CalibrationMeasurement(
@@ -232,7 +233,7 @@ def _span(values: list[float]) -> str:
 
 def markdown(rows: list[CalibrationRow], table: CalibrationTable) -> str:
     """The docs page: the stated model, every row, and the factors; the ±25% goal stated as measured."""
-    unique = [r for r in rows if r.duplicate_of is None]
+    unique = [r for r in rows if r.duplicate_of is None and r.interval != EVERY_LOAD_PASSED]
     raw_in = sum(abs(r.ratio - 1) <= GOAL for r in unique)
     loo = [r for r in unique if r.loo_ratio is not None]
     loo_in = sum(abs((r.loo_ratio or 0) - 1) <= GOAL for r in loo)
@@ -252,6 +253,9 @@ def markdown(rows: list[CalibrationRow], table: CalibrationTable) -> str:
         "req/s an H100 sustained under the current test (`h100-20261205-chat-8b-paired`, `-late`), though the H100 has",
         "less memory bandwidth (3.35 against 4.8 TB/s) and the same compute. Leave-one-out applies the factor the",
         "engine's *other* measurements give by the same rule: the error the next prediction can expect.",
+        f'A lower bound where every load passed ("{EVERY_LOAD_PASSED}") is listed but calibrates nothing: the',
+        "search never reached a failing load, and its value is a load it chose (the first probe is the calibrated",
+        "prediction itself).",
         "",
         f"**Goal: within ±{GOAL:.0%}. As measured:** raw model {raw_in} of {len(unique)} distinct measurements; "
         f"calibrated (leave one out) {loo_in} of {len(loo)} that have another measurement of the same engine"

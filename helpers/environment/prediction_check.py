@@ -22,6 +22,9 @@ from helpers.run.records import EngineResult
 
 GOAL = 0.25  # the issue's goal: predictions within ±25% of the measured capacity
 
+EVERY_LOAD_PASSED = "at least (every load passed)"
+"""A capacity known from below only: no load failed, so the edge was never reached (calibrates nothing)."""
+
 
 class MeasuredCapacity(BaseModel):
     """One configuration's measured SLA capacity, with its interval."""
@@ -64,7 +67,7 @@ def measured_capacity(result: EngineResult) -> MeasuredCapacity | None:
     est = cap.estimate
     low, high = (est.low, est.high) if est is not None else (None, None)
     if est is not None and est.status == "at_least":
-        interval = "at least (failures above without a size)" if high is not None else "at least (every load passed)"
+        interval = "at least (failures above without a size)" if high is not None else EVERY_LOAD_PASSED
     elif low is not None or high is not None:
         interval = "capacity interval (95%)"
     else:

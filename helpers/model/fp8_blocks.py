@@ -4,8 +4,8 @@ Each linear projection of a decoder layer is ``<name>.weight`` in float8_e4m3fn,
 ``<name>.weight_scale_inv`` in float32, one scale per 128 × 128 block (shape [ceil(out/128), ceil(in/128)]);
 the dequantized weight is the fp8 value times its block's scale. TurboMind 0.18.0 takes no other block size
 for fp8 (``FP8Format`` in ``turbomind/weight_format.py``). ``fp8_config`` checks a ``config.json``'s
-``quantization_config`` and gives the one the written folder declares; the rest draws uniform fp8 values,
-with torch or, without it, numpy (which has no float8: ``e4m3_bits`` rounds float32 to e4m3 bit patterns).
+``quantization_config`` and gives the one the written folder declares; the rest draws uniform fp8 values
+with numpy (which has no float8: ``e4m3_bits`` rounds float32 to e4m3 bit patterns).
 ``helpers.model.random_weights`` writes the folders.
 """
 
@@ -78,14 +78,6 @@ def fp8_config(path: Path, cfg: dict) -> dict | None:
     quant = {**qc, "quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic"}
     quant["weight_block_size"] = [FP8_BLOCK, FP8_BLOCK]
     return {**cfg, "quantization_config": quant}
-
-
-def random_e4m3_torch(shape: tuple[int, ...], gen):
-    """Uniform values in ±448 as a float8_e4m3fn tensor; ``gen``: a torch.Generator."""
-    import torch  # torch is optional (heavy): imported only where the torch writer draws fp8 values
-
-    # bf16 holds ±448 exactly; its rounding to e4m3 stays within it (the cast saturates besides)
-    return torch.empty(shape, dtype=torch.bfloat16).uniform_(-FP8_MAX, FP8_MAX, generator=gen).to(torch.float8_e4m3fn)
 
 
 def _e4m3_table() -> np.ndarray:

@@ -263,6 +263,28 @@ def read_events(path: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]
     return events, offset + end
 
 
+def cut_starts(run_dir: Path, label: str) -> list[str]:
+    """The starts of ``label``'s engine that the run's progress shows begun and never done (the run was cut).
+
+    One entry per such start: its last progress note before the next event of the run (e.g. the random
+    weights' last shard line), or "" when it left none.
+    """
+    events, _ = read_events(run_dir / PROGRESS_FILE)
+    cut: list[str] = []
+    open_key, last_note = None, ""
+    for ev in events + [{"event": "end"}]:
+        unit = ev.get("unit") or {}
+        if open_key is not None and (ev["event"] in ("start", "plan", "end", "kept") or ev.get("key") == open_key):
+            if ev.get("key") != open_key or ev["event"] != "done":
+                cut.append(last_note)
+            open_key = None
+        if ev["event"] == "start" and unit.get("label") == label and unit.get("kind") == "cold":
+            open_key, last_note = unit.get("key"), ""
+        elif ev["event"] == "note" and open_key is not None:
+            last_note = str(ev.get("text", ""))
+    return cut
+
+
 def duration_text(seconds: float) -> str:
     """``95`` → ``1m35s``; ``4000`` → ``1h06m``."""
     s = int(round(seconds))

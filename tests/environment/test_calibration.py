@@ -7,6 +7,7 @@ import pytest
 from helpers.core.paths import REPO_ROOT
 from helpers.environment.calibration import archived_runs, calibrate, calibration_yaml, markdown
 from helpers.environment.prediction import CALIBRATION_FILE
+from helpers.environment.prediction_check import EVERY_LOAD_PASSED
 
 DOCS_PAGE = REPO_ROOT / "docs" / "measurements" / "prediction-vs-measured.md"
 
@@ -46,6 +47,7 @@ def test_only_the_runs_whose_probes_kept_their_request_times_count_as_the_curren
         (turbomind, "vllm"),
         (turbomind, "lmdeploy-turbomind"),
         (turbomind, "sglang"),
+        ("h100-20261206-chat-70b-fp8", "vllm"),  # a lower bound where every load passed: calibrates nothing
     }
     bound = next(r for r in rows if r.run == "h100-20261205-chat-8b-paired" and r.engine == "sglang")
     assert bound.interval.startswith("at least") and bound.measured == bound.low  # a lower bound, not an estimate
@@ -54,7 +56,7 @@ def test_only_the_runs_whose_probes_kept_their_request_times_count_as_the_curren
 def test_the_factor_comes_from_the_current_test_where_an_engine_has_one(calibrated):
     rows, table = calibrated
     for engine, n in (("vllm", 3), ("sglang", 3)):
-        now = [1 / r.ratio for r in rows if r.current_test and r.engine == engine]
+        now = [1 / r.ratio for r in rows if r.current_test and r.engine == engine and r.interval != EVERY_LOAD_PASSED]
         f = table.engines[engine]
         assert f.runs == len(now) == n and f.factor == pytest.approx(statistics.median(now), abs=1e-4)
         assert f.basis.startswith("measurements judged by the current sustained test only")
@@ -67,13 +69,21 @@ def test_leave_one_out_uses_only_the_other_measurements(calibrated):
     lm = next(r for r in rows if r.engine == "lmdeploy-pytorch")
     assert lm.loo_ratio is None and table.engines["lmdeploy-pytorch"].runs == 1
     # an older row: the factor of the current measurements (the rule the next prediction follows)
-    v70 = next(r for r in rows if r.engine == "vllm" and "70b" in r.shape)
-    now = [r for r in rows if r.engine == "vllm" and r.current_test]
+    v70 = next(r for r in rows if r.engine == "vllm" and "70b" in r.shape and r.gpu.startswith("H200"))
+    now = [r for r in rows if r.engine == "vllm" and r.current_test and r.interval != EVERY_LOAD_PASSED]
     factor = statistics.median(1 / r.ratio for r in now)
     assert v70.loo_ratio == pytest.approx(v70.ratio * factor, rel=1e-3)  # factors kept to 4 decimals
     # a current row: the other current ones alone
     others = statistics.median(1 / r.ratio for r in now[1:])
     assert now[0].loo_ratio == pytest.approx(now[0].ratio * others, rel=1e-3)
+
+
+def test_a_lower_bound_no_failing_load_reached_is_listed_and_calibrates_nothing(calibrated):
+    rows, table = calibrated
+    (bound,) = [r for r in rows if r.interval == EVERY_LOAD_PASSED]
+    assert (bound.run, bound.engine, bound.gpu) == ("h100-20261206-chat-70b-fp8", "vllm", "H100-SXM5-80GB")
+    assert bound.loo_ratio is None and bound.high is None and bound.measured == bound.low
+    assert bound.run not in {run for m in table.engines["vllm"].measurements for run in m.runs}
 
 
 def test_the_committed_files_are_not_stale(calibrated):

@@ -1,6 +1,8 @@
 """Random-weight model folders: Llama tensor names and shapes, shards that load, the cache by config hash."""
 
+import fcntl
 import json
+import os
 import re
 import shutil
 
@@ -11,7 +13,8 @@ from safetensors import safe_open
 
 from helpers.core.errors import ConfigError
 from helpers.core.paths import MODELS_DIR
-from helpers.model import fp8_blocks
+from helpers.model import checkpoint_plan as cp
+from helpers.model import fp8_blocks, weight_values
 from helpers.model import random_weights as rw
 from helpers.model.shape import count_parameters, read_model_shape
 
@@ -47,7 +50,7 @@ def load_all(folder):
 
 def test_llama_8b_tensors_match_the_parameter_count():
     shape = read_model_shape(MODELS_DIR / "llama-3.1-8b")
-    shapes = rw.tensor_shapes(shape)
+    shapes = cp.tensor_shapes(shape)
     assert len(shapes) == 2 + 32 * 9 + 1  # embed, lm_head, 9 tensors per layer, final norm
     assert shapes["model.embed_tokens.weight"] == (128256, 4096)
     assert shapes["model.layers.0.self_attn.q_proj.weight"] == (4096, 4096)
@@ -63,7 +66,7 @@ def test_llama_8b_tensors_match_the_parameter_count():
 def test_bias_and_tied_embeddings_follow_the_config():
     shape = read_model_shape(TINY).model_copy(update={"attention_bias": True, "mlp_bias": True,
                                                       "tie_word_embeddings": True})  # fmt: skip
-    shapes = rw.tensor_shapes(shape)
+    shapes = cp.tensor_shapes(shape)
     assert "lm_head.weight" not in shapes
     assert shapes["model.layers.1.self_attn.k_proj.bias"] == (128,)
     assert shapes["model.layers.1.mlp.up_proj.bias"] == (512,)
@@ -83,7 +86,7 @@ def test_tiny_llama_folder_loads_with_the_predicted_parameters(tmp_path, backend
     tensors = load_all(out)
     predicted = count_parameters(read_model_shape(TINY)).total
     assert sum(t.numel() for t in tensors.values()) == predicted == 5_375_232
-    assert set(tensors) == set(rw.tensor_shapes(read_model_shape(TINY)))
+    assert set(tensors) == set(cp.tensor_shapes(read_model_shape(TINY)))
     assert {t.dtype for t in tensors.values()} == {torch.bfloat16}
     assert tensors["model.layers.0.input_layernorm.weight"].float().eq(1.0).all()
     assert tensors["model.norm.weight"].float().eq(1.0).all()
@@ -99,7 +102,12 @@ def test_tiny_llama_folder_loads_with_the_predicted_parameters(tmp_path, backend
     marker = json.loads((out / rw.MARKER).read_text())
     assert marker["config_sha256_12"] == rw.config_hash(TINY) and marker["parameters"] == predicted
     assert marker["backend"] == backend and marker["dtype"] == "bfloat16"
-    assert not list(tmp_path.glob(".w.partial-*"))
+    assert not list(tmp_path.glob(".w.partial*"))
+    progress = re.compile(
+        r"random weights: shard \d+ of \d+ written, [\d.]+ of [\d.]+ GB in \d+s \([\d,]+ MB/s\); "
+        r"ETA \d+s"
+    )
+    assert len(lines) == len(shards) + 1 and all(progress.fullmatch(line) for line in lines[:-1])
     assert lines[-1].startswith(f"random weights: {out} (0.01 GiB in {len(shards)} shards")
 
 
@@ -147,7 +155,7 @@ def test_quantized_checkpoint_and_foreign_folder_are_refused(tmp_path):
 
 def test_shards_keep_order_and_a_big_tensor_alone():
     shapes = {"a": (10,), "b": (10,), "big": (100,), "c": (10,)}
-    assert rw.plan_shards(shapes, shard_bytes=40) == [["a", "b"], ["big"], ["c"]]
+    assert cp.plan_shards(shapes, shard_bytes=40) == [["a", "b"], ["big"], ["c"]]
 
 
 def dequantize(weight, scale):
@@ -164,7 +172,7 @@ def test_fp8_config_gets_block_fp8_linear_layers(tmp_path, backend):
     lines = []
     rw.write_random_weights(src, out, shard_bytes=2 * 2**20, backend=backend, log=lines.append)
     tensors = load_all(out)
-    shapes = rw.tensor_shapes(read_model_shape(src))
+    shapes = cp.tensor_shapes(read_model_shape(src))
     linear = [n for n in shapes if n.split(".")[-2] in fp8_blocks.LINEAR]
     assert len(linear) == 2 * 7 and all(n.startswith("model.layers.") for n in linear)
     scales = {n.removesuffix(".weight") + ".weight_scale_inv" for n in linear}
@@ -250,7 +258,7 @@ def test_other_quantizations_are_refused_naming_the_file_and_field(tmp_path, qua
     src = fp8_model(tmp_path, quant=quant)
     with pytest.raises(ConfigError, match=f"^{src / 'config.json'}: quantization_config.{field}"):
         rw.write_random_weights(src, tmp_path / "w")
-    assert not (tmp_path / "w").exists() and not list(tmp_path.glob(".w.partial-*"))
+    assert not (tmp_path / "w").exists() and not list(tmp_path.glob(".w.partial*"))
 
 
 def test_fp8_with_its_block_size_and_lm_head_left_out_is_accepted(tmp_path):
@@ -274,3 +282,83 @@ def test_too_small_a_filesystem_fails_before_anything_is_written(tmp_path, quant
     assert abs(free - shutil.disk_usage(tmp_path).free / 2**30) < 1
     assert "pass --out on a larger filesystem" in msg
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no folder, no partial folder
+
+
+def test_the_two_backends_write_the_same_bytes(tmp_path):
+    src = fp8_model(tmp_path)
+    a = rw.write_random_weights(src, tmp_path / "a", shard_bytes=2**20, backend="torch", log=lambda _m: None)
+    b = rw.write_random_weights(src, tmp_path / "b", shard_bytes=2**20, backend="numpy", log=lambda _m: None)
+    files = sorted(p.name for p in a.glob("*.safetensors"))
+    assert len(files) >= 3 and files == sorted(p.name for p in b.glob("*.safetensors"))
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+
+
+def test_a_tensor_larger_than_the_pool_repeats_no_row():
+    pools = weight_values.Pools(seed=3)
+    rows = pools.tile(pools.fp8, (2048, 1024))  # 2 Mi values: the pool, about 1 Mi, twice
+    assert rows.shape == (2048, 1024) and np.unique(rows, axis=0).shape[0] == 2048
+    again = pools.tile(pools.fp8, (2048, 1024))
+    assert not np.array_equal(rows, again)  # each tensor starts at its own offset
+
+
+class Interrupt(Exception):
+    """Stands for a run cut while the weights are written."""
+
+
+def cut_at_once(_line):
+    raise Interrupt
+
+
+def test_an_interrupted_write_keeps_its_whole_shards_and_the_next_call_goes_on(tmp_path):
+    src = fp8_model(tmp_path)
+    fresh = rw.write_random_weights(src, tmp_path / "fresh", shard_bytes=2**20, log=lambda _m: None)
+    out = tmp_path / "w"
+    seen = []
+
+    def cut_after_two(line):
+        seen.append(line)
+        if len(seen) == 2:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        rw.write_random_weights(src, out, shard_bytes=2**20, log=cut_after_two)
+    partial = tmp_path / ".w.partial"
+    kept = sorted(p.name for p in partial.glob("*.safetensors"))
+    assert not out.exists() and len(kept) == 2 and not list(partial.glob("*.tmp"))
+    stamp = {f: (partial / f).stat().st_mtime_ns for f in kept}
+    lines = []
+    assert rw.write_random_weights(src, out, shard_bytes=2**20, log=lines.append) == out
+    total = len(list(fresh.glob("*.safetensors")))
+    assert lines[0] == f"random weights: 2 of {total} shards kept from an earlier call in {partial}"
+    assert {f: (out / f).stat().st_mtime_ns for f in kept} == stamp  # not written again
+    assert sum("written" in line for line in lines) == total - 2
+    names = sorted(p.name for p in fresh.iterdir() if p.name != rw.MARKER)
+    assert names == sorted(p.name for p in out.iterdir() if p.name != rw.MARKER)  # no plan or lock file left
+    assert all((out / f).read_bytes() == (fresh / f).read_bytes() for f in names)  # as if never cut
+    assert json.loads((out / rw.MARKER).read_text())["shards_kept"] == 2 and not partial.exists()
+
+
+def test_a_partial_folder_of_another_plan_is_started_over(tmp_path):
+    src = fp8_model(tmp_path)
+    out = tmp_path / "w"
+    with pytest.raises(Interrupt):
+        rw.write_random_weights(src, out, shard_bytes=2**20, seed=1, log=cut_at_once)
+    assert len(list((tmp_path / ".w.partial").glob("*.safetensors"))) == 1
+    lines = []
+    rw.write_random_weights(src, out, shard_bytes=2**20, seed=2, log=lines.append)
+    assert not any("kept from an earlier call" in line for line in lines)
+    assert json.loads((out / rw.MARKER).read_text())["shards_kept"] == 0
+
+
+def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path):
+    src = fp8_model(tmp_path)
+    partial = tmp_path / ".w.partial"
+    partial.mkdir()
+    fd = os.open(partial / rw.LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(ConfigError, match=f"^{partial}: another process is writing these random weights now"):
+            rw.write_random_weights(src, tmp_path / "w", shard_bytes=2**20, log=lambda _m: None)
+    finally:
+        os.close(fd)
+    assert rw.write_random_weights(src, tmp_path / "w", shard_bytes=2**20, log=lambda _m: None).is_dir()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers.run.progress import ProgressEvents, Tracker, Unit, read_events
+from helpers.run.progress import PROGRESS_FILE, ProgressEvents, Tracker, Unit, cut_starts, read_events
 
 
 def unit(key: str, kind: str, seconds: float, label: str = "a") -> Unit:
@@ -131,3 +131,22 @@ def test_a_progress_file_that_cannot_be_written_never_stops_the_run(tmp_path):
     assert ev.path is None
     ev.note("two")
     assert read_events(blocked) == ([], 0)
+
+
+def test_starts_begun_and_never_done_are_found_with_their_last_note(tmp_path):
+    ev = ProgressEvents(tmp_path / PROGRESS_FILE)
+    tm, vl = unit("tm|cold|main", "cold", 76, label="tm"), unit("vl|cold|main", "cold", 62, label="vl")
+    for attempt in range(2):  # two attempts cut while the weights were written
+        ev.plan([tm, vl])
+        ev.start(tm)
+        if attempt:
+            ev.note("random weights: shard 9 of 18 written, 36.1 of 72.7 GB in 4m10s (144 MB/s); ETA 4m13s")
+    ev.plan([tm, vl])
+    ev.kept_label("tm")
+    ev.start(vl)
+    ev.note("vl: launching (python)")
+    ev.done("vl|cold|main")
+    ev.start(unit("vl|sweep|100", "sweep", 20, label="vl"))  # then cut in its sweep: not a cut start
+    assert cut_starts(tmp_path, "tm") == ["", "random weights: shard 9 of 18 written, 36.1 of 72.7 GB in 4m10s "
+                                              "(144 MB/s); ETA 4m13s"]  # fmt: skip
+    assert cut_starts(tmp_path, "vl") == [] and cut_starts(tmp_path / "none", "tm") == []

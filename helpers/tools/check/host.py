@@ -23,6 +23,7 @@ from helpers.environment.kv_prediction import gpu_kv_tokens, weight_precision
 from helpers.launchers import LAUNCHERS
 from helpers.measure.telemetry import nvml_handles
 from helpers.model.gpu_specs import gpu_spec
+from helpers.model.random_weights import DISK_MARGIN, bytes_to_write, free_bytes, random_weights_dir
 from helpers.model.shape import read_model_shape
 from helpers.tools.check.lines import Check
 
@@ -63,8 +64,41 @@ def check_model(cfg: PlaybookConfig) -> list[Check]:
         size = sum(p.stat().st_size for p in weights) / GIB
         what = f"weights ({len(weights)} file(s), {size:.2f} GiB)"
     else:
-        what = "no weights needed (dummy weights declared)" if cfg.engines else "no engine"
-    return [Check("model", True, f"{shown}: config.json, tokenizer, {what}")]
+        what = "no weights needed (dummy or random weights declared)" if cfg.engines else "no engine"
+    return [Check("model", True, f"{shown}: config.json, tokenizer, {what}")] + check_random_weights(cfg)
+
+
+def check_random_weights(cfg: PlaybookConfig) -> list[Check]:
+    """Per configuration that serves random weights written here: written already, or the room to write them.
+
+    Written before the engine starts, inside its start (``EngineAdapter.prepare``); 72.7 GB for 70B in block FP8,
+    so the line says how much is left to write and where, and a ✗ when that filesystem lacks the room.
+    """
+    out: list[Check] = []
+    for spec in cfg.engines:
+        if not starts_engine(spec) or spec.engine_options.get("weights") != "random":
+            continue
+        name, root = f"random weights {spec.label!r}", spec.engine_options.get("weights_root")
+        try:
+            folder = random_weights_dir(cfg.model.directory, root)
+            left, total = bytes_to_write(cfg.model.directory, folder)
+        except PlaybookError as err:
+            out.append(Check(name, False, str(err), "serve a bf16 or block-FP8 config.json", (spec.label,)))
+            continue
+        if left == 0:
+            out.append(Check(name, True, f"{folder}: written already ({total / GIB:.1f} GiB)"))
+            continue
+        where, free = free_bytes(folder)
+        kept = f"; {(total - left) / GIB:.1f} GiB kept from an interrupted write" if left < total else ""
+        detail = f"{left / GIB:.1f} GiB to write to {folder} before the start{kept}; {free / GIB:.1f} GiB free there"
+        if free < left + DISK_MARGIN:
+            fix = f"set engine_options.weights_root to a filesystem with {left / GIB:.0f} GiB free, or free {where}"
+            out.append(Check(name, False, detail, fix, (spec.label,)))
+        else:
+            at = f" --root {root}" if root else ""
+            ahead = f"`playbook random-weights {repo_relative(str(cfg.model.directory))}{at}` writes them ahead"
+            out.append(Check(name, True, f"{detail} ({ahead})"))
+    return out
 
 
 @dataclass(frozen=True)
