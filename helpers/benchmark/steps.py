@@ -14,6 +14,7 @@ from pathlib import Path
 from helpers.benchmark.priors import probe_seconds
 from helpers.core.config import PlaybookConfig
 from helpers.run.progress import PROGRESS_FILE, ProgressEvents, Unit
+from helpers.run.rerender import re_rendering
 
 
 def unit_key(label: str, kind: str, ident: object) -> str:
@@ -29,11 +30,13 @@ def unit(label: str, kind: str, ident: object, what: str, seconds: float) -> Uni
 class StepProgress:
     """Step 5's progress events: the plan written once, then each unit as it begins, ends or is not needed.
 
-    Without ``run_dir`` nothing is written (a session made outside ``run_benchmarks``).
+    Without ``run_dir`` nothing is written (a session made outside ``run_benchmarks``), nor in a re-render from
+    points: it measures nothing, and the archived progress stays the story of the attempts that measured.
     """
 
     def __init__(self, cfg: PlaybookConfig, run_dir: Path | None = None, units: Iterable[Unit] = ()) -> None:
         self.cfg = cfg
+        run_dir = None if re_rendering() else run_dir
         self.events = ProgressEvents(Path(run_dir) / PROGRESS_FILE if run_dir is not None else None)
         self.units = {u.key: u for u in units} if run_dir is not None else {}
         if run_dir is not None:

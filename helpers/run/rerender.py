@@ -167,16 +167,17 @@ class Snapshot:
 
 
 def keep_notebooks(run_dir: Path, names: list[str]) -> Path:
-    """Copy the notebooks ``names`` of ``run_dir`` and their logs into a new temporary folder; return it.
+    """Copy the notebooks ``names`` of ``run_dir`` and the re-render's logs of them into a new temporary folder.
 
-    The folder holds ``notebooks/<name>.ipynb`` and ``logs/<name>.log`` (the run folder: ``logs/notebooks/``).
+    The folder (returned) holds ``notebooks/<name>.ipynb`` and ``logs/<name>.log``, from the run folder's
+    ``logs/notebooks/<name>.rerender.log`` (``helpers.tools.runner.notebook_log``).
     """
     kept = Path(tempfile.mkdtemp(prefix=f"playbook-rerender-{run_dir.name}-"))
     for name in names:
-        log = f"{Path(name).stem}.log"
+        stem = Path(name).stem
         for src, dst in (
             (run_dir / "notebooks" / name, kept / "notebooks" / name),
-            (run_dir / "logs" / "notebooks" / log, kept / "logs" / log),
+            (run_dir / "logs" / "notebooks" / f"{stem}.rerender.log", kept / "logs" / f"{stem}.log"),
         ):
             if src.is_file():
                 dst.parent.mkdir(exist_ok=True)

@@ -62,9 +62,13 @@ def new_run_id(name: str, now: datetime | None = None) -> str:
     return f"{now:%Y%m%d-%H%M%S}-{slug(name)}"
 
 
-def notebook_log(run_dir: Path, nb: Path) -> Path:
-    """Where the kernel's stdout and stderr of notebook ``nb`` go: ``logs/notebooks/<name>.log``."""
-    return run_dir / "logs" / "notebooks" / f"{nb.stem}.log"
+def notebook_log(run_dir: Path, nb: Path, rerender: bool = False) -> Path:
+    """Where the kernel's stdout and stderr of notebook ``nb`` go: ``logs/notebooks/<name>.log``.
+
+    A re-render from points writes ``<name>.rerender.log`` instead (the latest re-render's only), so that the
+    logs of the attempts that measured stay as they were.
+    """
+    return run_dir / "logs" / "notebooks" / f"{nb.stem}{'.rerender' if rerender else ''}.log"
 
 
 def _redact_file(path: Path, secrets: list[str]) -> None:
@@ -94,17 +98,19 @@ def redact_logs(run_dir: Path, secrets: list[str]) -> None:
         _redact_file(log, secrets)
 
 
-def execute(nb: Path, out: Path, config_path: Path, run_dir: Path, kernel: RunKernel | None = None) -> str | None:
+def execute(
+    nb: Path, out: Path, config_path: Path, run_dir: Path, kernel: RunKernel | None = None, log: Path | None = None
+) -> str | None:
     """Run one notebook with papermill; return None on success or the error in one line.
 
     The kernel's streams, and whatever it or its children write to their file descriptors, are appended
-    to ``notebook_log``, not echoed to the console. ``kernel``: the run's shared kernel
+    to ``log`` (default ``notebook_log``), not echoed to the console. ``kernel``: the run's shared kernel
     (``helpers.tools.kernel``), emptied first; without it the notebook gets a kernel of its own.
     """
     # papermill is heavy; only the notebook runner needs it
     import papermill as pm
 
-    log = notebook_log(run_dir, nb)
+    log = log or notebook_log(run_dir, nb)
     log.parent.mkdir(parents=True, exist_ok=True)
     try:
         with open(log, "a", encoding="utf-8") as sink:
@@ -237,11 +243,14 @@ def _run_locked(
             out = run_dir / "notebooks" / nb.name
             print(f"[playbook] {nb.name} ...", flush=True)
             t0 = time.monotonic()
+            log = notebook_log(run_dir, nb, rerender=guard.earlier is not None)
+            if guard.earlier is not None:
+                log.unlink(missing_ok=True)  # the latest re-render's lines only
             with watch_progress(run_dir / PROGRESS_FILE, console):
-                err = execute(nb, out, Path(config).resolve(), run_dir, kernel=kernel)
+                err = execute(nb, out, Path(config).resolve(), run_dir, kernel=kernel, log=log)
             timings[nb.name] = round(time.monotonic() - t0, 1)
             _redact_file(out, secrets)
-            _redact_file(notebook_log(run_dir, nb), secrets)
+            _redact_file(log, secrets)
             if err:
                 failures[nb.name] = repo_relative(redact(err, secrets))
                 print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)

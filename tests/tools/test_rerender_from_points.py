@@ -86,13 +86,14 @@ def test_a_failed_rerender_of_a_healthy_archive_leaves_every_file_as_it_was(tmp_
     failed = (kept / "notebooks" / "01_workload.ipynb").read_text(encoding="utf-8")
     assert "no-such-trace.csv" in failed and failed != (run / "notebooks" / "01_workload.ipynb").read_text()
     assert {p.name for p in (kept / "notebooks").iterdir()} == {nb.name for nb in notebooks()}
-    assert (kept / "logs" / "01_workload.log").is_file()
+    assert (kept / "logs" / "01_workload.log").is_file()  # the re-render's kernel log (01_workload.rerender.log)
 
 
 def test_a_rerender_keeps_the_measured_notebook_seconds_and_writes_its_own_beside_them(tmp_path):
     run = _archive(tmp_path)
     earlier = json.loads((run / "run.json").read_text(encoding="utf-8"))
     assert earlier["notebook_seconds"]
+    logs, progress = _state(run / "logs" / "notebooks"), (run / "logs" / "progress.jsonl").read_bytes()
     report = run_playbook(run / "config.yaml", run_id=RUN, reports_dir=run.parent, log_output=False, from_points=True)
     assert report == run / "report.html" and report.is_file()
     assert FROM_POINTS_ENV not in os.environ  # set for the run's kernels only
@@ -105,6 +106,11 @@ def test_a_rerender_keeps_the_measured_notebook_seconds_and_writes_its_own_besid
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     assert summary["notebook_seconds"] == earlier["notebook_seconds"]
     assert sorted(p.name for p in run.parent.iterdir()) == sorted([RUN, "index.html"])  # the copy is gone
+    # the measuring attempts' logs and progress as they were; the re-render's kernel lines beside them
+    after = _state(run / "logs" / "notebooks")
+    assert {k: v for k, v in after.items() if not k.endswith(".rerender.log")} == logs
+    assert sorted(k for k in after if k.endswith(".rerender.log")) == [f"{nb.stem}.rerender.log" for nb in notebooks()]
+    assert (run / "logs" / "progress.jsonl").read_bytes() == progress
 
 
 def test_a_rerender_of_an_archive_with_failures_writes_the_failed_notebook_as_before(tmp_path):
