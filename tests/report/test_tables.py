@@ -68,3 +68,22 @@ def test_markdown_is_escaped_and_headings_sit_below_the_steps(shown):
     html = shown[-1]
     assert "<h4>Title &lt;script&gt;" in html and "<h1" not in html and "<script>" not in html
     assert "<div class='pb-table'><table>" in html
+
+
+def test_a_quality_gate_that_measured_nothing_names_no_reference(shown):
+    from helpers.benchmark.quality_phase import QualityGate
+    from helpers.benchmark.view import show_quality
+    from helpers.core.paths import REPORTS_DIR
+    from helpers.run.folder import RunFolder
+
+    dummy = RunFolder(REPORTS_DIR / "h100-20261206-chat-70b-fp8").load(QualityGate)  # dummy weights: nothing judged
+    assert dummy is not None and not dummy.measured and dummy.reference
+    show_quality(dummy)
+    page = "".join(shown)
+    assert "Quality gate: not measured; why, per configuration" in page and "against" not in page
+    assert "not measured (dummy weights)" in page
+    shown.clear()
+    real = RunFolder(REPORTS_DIR / "h200-20261202-smollm2").load(QualityGate)  # real weights: judged
+    assert real is not None and real.measured
+    show_quality(real)
+    assert f"each configuration against `{real.reference}`" in "".join(shown)
