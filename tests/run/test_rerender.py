@@ -34,10 +34,9 @@ def _state(run):
 
 
 def _rerender(run):
-    """What a re-render does to the folder: rewrites, appends, adds files and folders, removes one."""
+    """What a re-render does to the folder: rewrites, adds files (its kernel log) and folders, removes one."""
     (run / "notebooks" / "01_workload.ipynb").write_text("re-rendered", encoding="utf-8")
-    with open(run / "logs" / "notebooks" / "01_workload.log", "a", encoding="utf-8") as f:
-        f.write("re-render's lines\n")
+    (run / "logs" / "notebooks" / "01_workload.rerender.log").write_text("re-render's lines\n", encoding="utf-8")
     (run / "report.html").write_text("new", encoding="utf-8")
     (run / "points" / "new").mkdir()
     (run / "data").unlink()
