@@ -143,11 +143,15 @@ CHECK_LOG = Path("logs") / "check.txt"
 
 
 def archive_check(run_dir: Path, text: str, now: datetime | None = None) -> Path:
-    """Append the preflight's lines to the run folder's ``logs/check.txt``, under the time of the call."""
+    """Append the preflight's lines to the run folder's ``logs/check.txt``, under the time of the call.
+
+    Paths under this machine's repository or home directory are written relative to them (``_redact_file``).
+    """
     path = run_dir / CHECK_LOG
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as f:
         f.write(f"# playbook check before playbook run, {(now or datetime.now(UTC)):%Y-%m-%d %H:%M:%S} UTC\n{text}\n")
+    _redact_file(path, [])  # this machine's repository and home paths, as in the logs
     return path
 
 

@@ -4,7 +4,17 @@ import gzip
 from pathlib import Path
 
 from helpers.core.paths import REPO_ROOT
-from helpers.tools.runner import redact_logs
+from helpers.tools.runner import CHECK_LOG, archive_check, redact_logs
+
+
+def test_the_archived_preflight_loses_the_repository_path_and_the_home(tmp_path):
+    run = tmp_path / "run"
+    home = Path.home()
+    line = f"✓ random weights 'lmd': 1.0 GiB to write to {home}/big/tiny-llama-abc before the start"
+    archive_check(run, f"✓ model: {REPO_ROOT}/playbook/models/tiny-llama: config.json\n{line}")
+    text = (run / CHECK_LOG).read_text(encoding="utf-8")
+    assert "✓ model: ./playbook/models/tiny-llama: config.json" in text and "to write to ~/big/tiny-llama-abc" in text
+    assert str(REPO_ROOT) not in text and f"{home}/" not in text
 
 
 def test_engine_and_client_logs_lose_the_repository_path_the_home_and_the_secrets(tmp_path):

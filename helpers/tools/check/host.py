@@ -86,11 +86,12 @@ def check_random_weights(cfg: PlaybookConfig) -> list[Check]:
             out.append(Check(name, False, str(err), "serve a bf16 or block-FP8 config.json", (spec.label,)))
             continue
         if left == 0:
-            out.append(Check(name, True, f"{folder}: written already ({total / GIB:.1f} GiB)"))
+            out.append(Check(name, True, f"{repo_relative(str(folder))}: written already ({total / GIB:.1f} GiB)"))
             continue
         where, free = free_bytes(folder)
         kept = f"; {(total - left) / GIB:.1f} GiB kept from an interrupted write" if left < total else ""
-        detail = f"{left / GIB:.1f} GiB to write to {folder} before the start{kept}; {free / GIB:.1f} GiB free there"
+        shown = repo_relative(str(folder))
+        detail = f"{left / GIB:.1f} GiB to write to {shown} before the start{kept}; {free / GIB:.1f} GiB free there"
         if free < left + DISK_MARGIN:
             fix = f"set engine_options.weights_root to a filesystem with {left / GIB:.0f} GiB free, or free {where}"
             out.append(Check(name, False, detail, fix, (spec.label,)))
