@@ -15,7 +15,8 @@ at a fixed load (Welch's interval). Either way the outcome is one of:
   conclusive" first, with what it would take to resolve it (paired edge probes more, and the engine-
   minutes they cost at this run's probe length).
 
-A configuration without a measured capacity is "not measured", never a tie.
+A configuration without a measured capacity is "not measured", never a tie; one the run never measured (cut
+short before it started) makes the comparison "not conclusive" until a resume measures it.
 """
 
 from __future__ import annotations
