@@ -65,6 +65,11 @@ class CalibrationRow(BaseModel):
     duplicate_of: str | None = Field(default=None, description="The run whose measurement this one copies.")
     loo_ratio: float | None = Field(default=None, description="Calibrated ÷ measured, factor of the other rows.")
 
+    @property
+    def calibrates(self) -> bool:
+        """False for a lower bound where every load passed: no edge reached, nothing to hold a prediction against."""
+        return self.interval != EVERY_LOAD_PASSED
+
 
 def archived_runs(reports_dir: Path = REPORTS_DIR, pattern: str = "*") -> list[Path]:
     """Run folders under ``reports_dir`` matching ``pattern`` that have a config and engine results.
@@ -177,8 +182,7 @@ def calibration_rows(run_dirs: list[Path]) -> list[CalibrationRow]:
     table = engine_factors(rows, "", "")
     for row in rows:
         f = table.without(row.duplicate_of or row.run).engines.get(row.engine)
-        bound = row.interval == EVERY_LOAD_PASSED  # no edge reached: nothing to hold the prediction against
-        row.loo_ratio = row.ratio * f.factor if f is not None and not bound else None
+        row.loo_ratio = row.ratio * f.factor if f is not None and row.calibrates else None
     return rows
 
 
@@ -196,7 +200,7 @@ def engine_factors(rows: list[CalibrationRow], as_of: str, source: str) -> Calib
     """
     by_engine: dict[str, list[CalibrationMeasurement]] = {}
     for r in rows:
-        if r.duplicate_of is None and r.interval != EVERY_LOAD_PASSED:
+        if r.duplicate_of is None and r.calibrates:
             copies = [c.run for c in rows if c.duplicate_of == r.run and _same(c, r) and c.run != r.run]
             by_engine.setdefault(r.engine, []).append(
                 CalibrationMeasurement(
@@ -233,7 +237,7 @@ def _span(values: list[float]) -> str:
 
 def markdown(rows: list[CalibrationRow], table: CalibrationTable) -> str:
     """The docs page: the stated model, every row, and the factors; the ±25% goal stated as measured."""
-    unique = [r for r in rows if r.duplicate_of is None and r.interval != EVERY_LOAD_PASSED]
+    unique = [r for r in rows if r.duplicate_of is None and r.calibrates]
     raw_in = sum(abs(r.ratio - 1) <= GOAL for r in unique)
     loo = [r for r in unique if r.loo_ratio is not None]
     loo_in = sum(abs((r.loo_ratio or 0) - 1) <= GOAL for r in loo)

@@ -85,6 +85,10 @@ class CheckpointPlan:
         """Bytes of one tensor's data."""
         return math.prod(self.shapes[name]) * DTYPE_BYTES[self.dtypes[name]]
 
+    def shard_size(self, i: int) -> int:
+        """Bytes of tensor data in shard ``i`` (0-based)."""
+        return sum(self.nbytes(n) for n in self.shards[i])
+
     @property
     def total_bytes(self) -> int:
         """Bytes of all tensor data (the index's ``total_size``)."""

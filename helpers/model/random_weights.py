@@ -53,6 +53,7 @@ from helpers.core.paths import resolve_model_dir
 from helpers.model.checkpoint_plan import BF16, SHARD_BYTES, CheckpointPlan, plan_random_weights, shard_files
 from helpers.model.fp8_blocks import FP8_BLOCK, FP8_DTYPE, FP8_MAX
 from helpers.model.weight_values import BOUND, FP8_SCALE, POOL, pick_backend, save_shard
+from helpers.run.progress import duration_text
 
 SHM_ROOT = Path("/dev/shm/pb-models")
 CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "engine-playbook" / "models"
@@ -127,10 +128,6 @@ def check_free_space(out: Path, needed: int) -> None:
         )
 
 
-def _fmt_seconds(seconds: float) -> str:
-    return f"{seconds / 60:.0f}m{seconds % 60:02.0f}s" if seconds >= 60 else f"{seconds:.0f}s"
-
-
 def _same_plan(tmp: Path, record: dict) -> bool:
     """Whether the partial folder ``tmp`` was started for this plan (config hash, seed, shards)."""
     try:
@@ -170,6 +167,19 @@ def _plan_record(plan: CheckpointPlan, seed: int) -> dict:
     return {"config_sha256_12": config_hash(plan.source), "seed": seed, "shards": plan.shards}
 
 
+def _partial_dir(out: Path) -> Path:
+    """Where the weights of ``out`` are written until they are whole: ``.<name>.partial`` beside it."""
+    return out.with_name(f".{out.name}.partial")
+
+
+def _bytes_left(plan: CheckpointPlan, out: Path, seed: int) -> int:
+    """Bytes of ``plan`` still to write into ``out``: 0 when complete, less than all after an interrupted call."""
+    if is_complete(out, config_hash(plan.source)):
+        return 0
+    kept = _kept_shards(_partial_dir(out), _plan_record(plan, seed), shard_files(plan))
+    return plan.total_bytes - sum(plan.shard_size(i) for i in kept)
+
+
 def bytes_to_write(
     model_dir: str | Path, out: str | Path | None = None, shard_bytes: int = SHARD_BYTES, seed: int = 0
 ) -> tuple[int, int]:
@@ -180,12 +190,7 @@ def bytes_to_write(
     """
     plan = plan_random_weights(model_dir, shard_bytes)
     out = Path(out) if out else random_weights_dir(plan.source)
-    total = plan.total_bytes
-    if is_complete(out, config_hash(plan.source)):
-        return 0, total
-    tmp = out.with_name(f".{out.name}.partial")
-    kept = _kept_shards(tmp, _plan_record(plan, seed), shard_files(plan))
-    return total - sum(plan.nbytes(n) for i in kept for n in plan.shards[i]), total
+    return _bytes_left(plan, out, seed), plan.total_bytes
 
 
 def _marker(plan: CheckpointPlan, how: str, seconds: float, kept: int) -> dict:
@@ -214,20 +219,20 @@ def _write_shards(
     plan: CheckpointPlan, tmp: Path, how: str, seed: int, done: list[int], log: Callable[[str], None]
 ) -> None:
     """Write the shards not in ``done`` into ``tmp``, each whole or not at all, with a progress line after each."""
-    names, sizes = shard_files(plan), [sum(plan.nbytes(n) for n in shard) for shard in plan.shards]
-    to_write, written, t0 = sum(sizes) - sum(sizes[i] for i in done), 0, time.monotonic()
+    names = shard_files(plan)
+    to_write, written, t0 = plan.total_bytes - sum(plan.shard_size(i) for i in done), 0, time.monotonic()
     for i, (fname, shard) in enumerate(zip(names, plan.shards, strict=True)):
         if i in done:
             continue
         part = tmp / f"{fname}.tmp"
         save_shard(how, shard, plan, part, seed + i + 1)
         part.rename(tmp / fname)
-        written += sizes[i]
+        written += plan.shard_size(i)
         spent = time.monotonic() - t0
         log(
             f"random weights: shard {i + 1} of {len(names)} written, {written / 1e9:.1f} of "
-            f"{to_write / 1e9:.1f} GB in {_fmt_seconds(spent)} ({written / 1e6 / max(spent, 1e-3):,.0f} MB/s); "
-            f"ETA {_fmt_seconds(spent / written * (to_write - written))}"
+            f"{to_write / 1e9:.1f} GB in {duration_text(spent)} ({written / 1e6 / max(spent, 1e-3):,.0f} MB/s); "
+            f"ETA {duration_text(spent / written * (to_write - written))}"
         )
 
 
@@ -273,9 +278,8 @@ def write_random_weights(
             f"{out}: exists and does not hold random weights of this config.json; remove it or pick --out"
         )
     how, files, names = pick_backend(backend), _model_files(src), shard_files(plan)
-    tmp, record = out.with_name(f".{out.name}.partial"), _plan_record(plan, seed)
-    left, _total = bytes_to_write(src, out, shard_bytes, seed)
-    check_free_space(out, left + sum(p.stat().st_size for p in files))
+    tmp, record = _partial_dir(out), _plan_record(plan, seed)
+    check_free_space(out, _bytes_left(plan, out, seed) + sum(p.stat().st_size for p in files))
     fd = _lock_partial(tmp, record)
     done, t0 = _kept_shards(tmp, record, names), time.monotonic()
     if done:

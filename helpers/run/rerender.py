@@ -166,6 +166,11 @@ class Snapshot:
         shutil.rmtree(self.holder, ignore_errors=True)
 
 
+def rerender_log_name(stem: str) -> str:
+    """The file a re-render from points writes notebook ``stem``'s kernel lines to (in ``logs/notebooks/``)."""
+    return f"{stem}.rerender.log"
+
+
 def keep_notebooks(run_dir: Path, names: list[str]) -> Path:
     """Copy the notebooks ``names`` of ``run_dir`` and the re-render's logs of them into a new temporary folder.
 
@@ -177,7 +182,7 @@ def keep_notebooks(run_dir: Path, names: list[str]) -> Path:
         stem = Path(name).stem
         for src, dst in (
             (run_dir / "notebooks" / name, kept / "notebooks" / name),
-            (run_dir / "logs" / "notebooks" / f"{stem}.rerender.log", kept / "logs" / f"{stem}.log"),
+            (run_dir / "logs" / "notebooks" / rerender_log_name(stem), kept / "logs" / f"{stem}.log"),
         ):
             if src.is_file():
                 dst.parent.mkdir(exist_ok=True)

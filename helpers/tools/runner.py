@@ -44,6 +44,7 @@ from helpers.run.rerender import (
     RUN_FILE,
     RerenderGuard,
     earlier_of_a_resume,
+    rerender_log_name,
     run_info,
 )
 from helpers.tools.engine_subset import config_file, select_engines, with_archived_engines
@@ -68,7 +69,7 @@ def notebook_log(run_dir: Path, nb: Path, rerender: bool = False) -> Path:
     A re-render from points writes ``<name>.rerender.log`` instead (the latest re-render's only), so that the
     logs of the attempts that measured stay as they were.
     """
-    return run_dir / "logs" / "notebooks" / f"{nb.stem}{'.rerender' if rerender else ''}.log"
+    return run_dir / "logs" / "notebooks" / (rerender_log_name(nb.stem) if rerender else f"{nb.stem}.log")
 
 
 def _redact_file(path: Path, secrets: list[str]) -> None:
