@@ -31,7 +31,7 @@ from helpers.core.text import label_slug
 from helpers.environment.prediction_check import predicted_capacity
 from helpers.measure.interference import wait_quiet
 from helpers.measure.loadgen import LoadResult
-from helpers.run.progress import cut_starts
+from helpers.run.progress import cut_starts, started_times
 from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
 
 
@@ -331,21 +331,31 @@ def rebuild_from_points(session: EngineSession) -> EngineResult:
     """A configuration rebuilt from the run folder alone (``playbook run --from-points``): nothing is launched.
 
     The stored engine result when there is one, else a ``partial`` row rebuilt from the stored points
-    (with the KV capacity its engine log reported); the capacity is judged again from the stored probes
-    with today's rules.
+    (with the KV capacity its engine log reported and its first start's times from the progress file); a
+    stored ``skipped`` result gives way to points a later attempt measured. The capacity is judged again
+    from the stored probes with today's rules.
     """
-    prev = load_engine_result(session.run_dir, session.spec.label)
-    result = prev or EngineResult(
-        label=session.spec.label,
-        engine=session.spec.engine,
-        status="partial",
-        reason="no engine result was saved (the run was stopped mid-way): rebuilt from its stored points",
-    )
-    if result.kv_capacity_tokens is None:  # what the engine logged at start survives a cut run
-        result.kv_capacity_tokens = session.logged_kv_tokens()
-    folder = session.run_dir / "points" / label_slug(session.spec.label)
+    run_dir, label = session.run_dir, session.spec.label
+    prev = load_engine_result(run_dir, label)
+    folder = run_dir / "points" / label_slug(label)
     found = (load_point(p) for p in sorted(folder.glob("*.json")))
-    result.points = [p for p in found if p is not None]
+    points = [p for p in found if p is not None]
+    if prev is None or (prev.status == "skipped" and points):  # skipped in one attempt, measured in a later one
+        prev = None
+        result = EngineResult(
+            label=label,
+            engine=session.spec.engine,
+            status="partial",
+            reason="no engine result was saved (the run was stopped mid-way): rebuilt from its stored points",
+        )
+    else:
+        result = prev
+    # what the engine logged at start, and its first start's times, survive a cut run
+    if result.kv_capacity_tokens is None:
+        result.kv_capacity_tokens = session.logged_kv_tokens()
+    if result.cold_start_s is None and (starts := started_times(run_dir, label)):
+        result.ready_s, result.cold_start_s = starts[0]
+    result.points = points
     if not result.points and (prev is None or prev.status == "skipped"):
         result.status, result.reason = "skipped", "not measured in this run folder (re-rendered from points)"
         cut = cut_starts(session.run_dir, session.spec.label)

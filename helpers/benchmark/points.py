@@ -1,4 +1,7 @@
-"""Step 5's point-level pieces: the prompts of one load, the cold-start request, a ``Point`` from a load's figures."""
+"""Step 5's point-level pieces: the prompts of one load, the cold-start request, a ``Point`` from a load's figures.
+
+Also the warning for a point its time cap cut.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.launchers.server import ServerHandle
 from helpers.measure.loadgen import LoadResult
 from helpers.measure.prompts import RequestShape, write_dataset
-from helpers.run.records import Point
+from helpers.run.records import EngineResult, Point
 from helpers.workload.levels import workload_shapes
 
 
@@ -68,3 +71,24 @@ def point_from(spec: EngineSpec, cfg: PlaybookConfig, c: int, phase: str, res: L
     )
     point.sla_met = meets_sla(point, cfg.sla)
     return point
+
+
+def time_cap_notes(results: list[EngineResult], cap: float) -> list[str]:
+    """One warning per point the time cap cut: a closed-loop level by its concurrency, an open-loop probe by rate."""
+    notes = []
+    for r in results:
+        for p in (p for p in r.points if p.incomplete):
+            if p.offered_rate:  # an open-loop probe or trial: it has no concurrency level
+                notes.append(
+                    f"{r.label}, {p.phase} at {p.offered_rate:.3g} req/s offered: the {cap:g} s time cap ended it "
+                    f"with {p.incomplete} request(s) in flight. Its throughput counts completed requests only "
+                    "(understated); its judgement counts the cut requests as sent and not served."
+                )
+                continue
+            notes.append(
+                f"{r.label} at concurrency {p.concurrency}: the {cap:g} s time cap ended the point with "
+                f"{p.incomplete} request(s) in flight. guidellm counts completed requests only, so throughput there "
+                "is understated (TTFT and ITL are unaffected); workload.requests_per_stream makes every level run "
+                "whole waves."
+            )
+    return notes

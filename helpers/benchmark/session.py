@@ -39,7 +39,7 @@ from helpers.measure.loadgen import LoadResult, run_point, run_rate
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.measure.telemetry import GpuSampler, local_gpu_spec
 from helpers.measure.timing import request_times
-from helpers.run.progress import Unit
+from helpers.run.progress import Unit, started_note
 from helpers.run.records import (
     EngineResult,
     GpuStats,
@@ -136,7 +136,7 @@ class EngineSession:
         if not tag:
             self.result.ready_s, self.result.cold_start_s = ready, cold
             self.result.kv_capacity_tokens = self.logged_kv_tokens()
-        self.say(f"{spec.label}: healthy after {ready:.0f} s, first request done at {cold:.0f} s")
+        self.say(started_note(spec.label, ready, cold))
         return self.handle
 
     def logged_kv_tokens(self) -> int | None:

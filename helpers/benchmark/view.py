@@ -11,6 +11,7 @@ from helpers.benchmark.crosscheck import show_crosscheck
 from helpers.benchmark.engine_table import TITLE as ENGINE_TABLE_TITLE
 from helpers.benchmark.engine_table import engine_table
 from helpers.benchmark.loads import target_concurrency
+from helpers.benchmark.points import time_cap_notes
 from helpers.benchmark.quality_phase import QualityGate, judge_gate
 from helpers.benchmark.run import run_benchmarks
 from helpers.benchmark.sla import representative, representatives, sla_text
@@ -230,15 +231,8 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
                 "note",
             )
     show_structured(results)
-    cut = [(r.label, p) for r in results for p in r.points if p.incomplete]
-    for label, p in cut:
-        say(
-            f"{label} at concurrency {p.concurrency}: the {ctx.cfg.workload.max_seconds_per_point:g} s time cap "
-            f"ended the point with {p.incomplete} request(s) in flight. guidellm counts completed requests only, "
-            "so throughput there is understated (TTFT and ITL are unaffected); workload.requests_per_stream "
-            "makes every level run whole waves.",
-            "warn",
-        )
+    for text in time_cap_notes(results, ctx.cfg.workload.max_seconds_per_point):
+        say(text, "warn")
     no_gpu = [p.gpu.reason for r in results for p in r.points if not p.gpu.available and p.gpu.reason]
     if no_gpu:
         say(f"GPU telemetry: {no_gpu[0]}", "note")

@@ -170,10 +170,11 @@ class EngineAdapter:
         return int(found[-1].replace(",", "")) if found else None
 
     def kv_share(self, spec: EngineSpec) -> str:
-        """What ``knobs.memory_fraction`` is a share of, for the memory plan: ``gpu`` or ``free``.
+        """What ``knobs.memory_fraction`` is a share of, for the memory plan: ``gpu``, ``static`` or ``free``.
 
-        ``gpu``: the whole GPU's memory, weights and activations included (vLLM, SGLang). ``free``: the memory
-        free once the weights are loaded (LMDeploy's TurboMind, ``--cache-max-entry-count``).
+        ``gpu``: the whole GPU's memory, weights and activations included (vLLM). ``static``: the whole GPU's
+        memory for weights and KV only (SGLang's ``--mem-fraction-static``). ``free``: the memory free once the
+        weights are loaded (LMDeploy's TurboMind, ``--cache-max-entry-count``).
         """
         return "gpu"
 

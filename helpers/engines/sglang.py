@@ -93,6 +93,11 @@ class SglangAdapter(EngineAdapter):
             args += ["--dtype", model.dtype]
         return args + self.knob_flags(spec.knobs) + list(spec.extra_args)
 
+    def kv_share(self, spec: EngineSpec) -> str:
+        """``static``: ``--mem-fraction-static`` holds the weights and the KV pool; activations and CUDA graphs
+        live outside it (the memory plan's module doc gives the logs this is checked on)."""
+        return "static"
+
     def env(self, spec: EngineSpec) -> dict[str, str]:
         """Keep SGLang offline."""
         return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

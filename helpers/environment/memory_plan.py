@@ -14,15 +14,20 @@ What fills a GPU that an engine has been given ``memory_fraction`` of:
 * **KV cache** — everything left; ``layers × KV heads × head size × 2 (K and V) × KV dtype bytes``
   per token, so an FP8 KV cache holds twice the tokens.
 
-``kv_share`` says how the engine reads ``memory_fraction``: ``gpu`` (vLLM, SGLang) as above, a share of
-the whole GPU that must hold weights, overhead and KV; ``free`` (LMDeploy's TurboMind,
+``kv_share`` says how the engine reads ``memory_fraction``: ``gpu`` (vLLM) as above, a share of the whole
+GPU that must hold weights, overhead and KV; ``static`` (SGLang, ``--mem-fraction-static``) a share of the
+whole GPU for weights and KV only, with the runtime reserve: KV = fraction × GPU − weights − reserve (its
+activations and CUDA graphs live in the rest of the GPU); ``free`` (LMDeploy's TurboMind,
 ``--cache-max-entry-count``) as a share of the memory free once the weights and the runtime reserve are
 taken: KV = fraction × (GPU − weights − reserve), and the activations come out of the rest.
 
 Calibration: vLLM 0.26.0 on one H200 (143,771 MiB) at 0.92 logged 919,824 KV tokens for
 Llama-3.1-8B BF16 and 191,328 for Llama-3.3-70B FP8. After weights and the modelled activation
 and logits terms, the remainder was 0.66 GiB (8B) and 1.06 GiB (70B); one shared 1.0 GiB reserve
-puts both plans within 0.5% of the engine (see ``tests/environment/test_memory_plan.py``).
+puts both plans within 0.5% of the engine (see ``tests/environment/test_memory_plan.py``). SGLang 0.5.16 at
+0.92 logged 468,566 tokens (8B, H100), 197,381 (70B FP8, H200) and 14,620 (70B FP8, H100): the ``gpu`` reading
+put it 2-3% low on the first two and 43% low on the third, where the KV room is small; the ``static`` reading
+with the same 1.0 GiB reserve is within 0.5%, 0.5% and 3.2%.
 """
 
 from __future__ import annotations
@@ -106,8 +111,9 @@ class PrecisionPlan(_Strict):
     needs_fp8_hardware: bool
 
 
-KV_SHARES = ("gpu", "free")
-"""What ``memory_fraction`` is a share of (module doc): the whole GPU, or the memory the weights leave free."""
+KV_SHARES = ("gpu", "static", "free")
+"""What ``memory_fraction`` is a share of (module doc): the whole GPU with activations, the whole GPU for weights
+and KV only, or the memory the weights leave free."""
 
 
 class MemoryPlan(_Strict):
@@ -158,6 +164,8 @@ def _overhead_and_kv(
     """(overhead, KV) GiB on one GPU holding ``w`` GiB of weights, ``fraction`` read as ``share`` (module doc)."""
     if share == "free":  # the cache takes its share first; activations and logits live in the rest
         return ov.runtime_reserve_gib, max(0.0, (mem_gib - w - ov.runtime_reserve_gib) * fraction)
+    if share == "static":  # weights and KV inside the fraction; activations and graphs outside it
+        return ov.runtime_reserve_gib, max(0.0, mem_gib * fraction - w - ov.runtime_reserve_gib)
     o = sum(ov.parts_gib(s, tp, mem_gib, gpu_name).values())
     return o, max(0.0, mem_gib * fraction - w - o)
 
@@ -180,7 +188,8 @@ def memory_plan(
     ``gpu`` is a :class:`GpuSpec`, a name ``gpu_spec`` knows, or total memory in GiB (NVML's
     ``memory.total`` / 1024). ``context_tokens`` is one sequence's prompt plus output.
     ``tensor_parallel`` None picks the smallest TP size at which one full-context sequence fits;
-    ``gpu_count`` GPUs then hold ``gpu_count // TP`` replicas. ``kv_share``: ``gpu`` or ``free`` (module doc).
+    ``gpu_count`` GPUs then hold ``gpu_count // TP`` replicas. ``kv_share``: ``gpu``, ``static`` or ``free``
+    (module doc).
     """
     if kv_share not in KV_SHARES:
         raise ConfigError(f"kv_share must be one of {', '.join(KV_SHARES)}, got {kv_share!r}")

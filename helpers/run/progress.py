@@ -17,6 +17,7 @@ earlier attempt: done at once), ``drop`` (units that will not run, by engine lab
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -283,6 +284,23 @@ def cut_starts(run_dir: Path, label: str) -> list[str]:
         elif ev["event"] == "note" and open_key is not None:
             last_note = str(ev.get("text", ""))
     return cut
+
+
+def started_note(label: str, ready_s: float, cold_start_s: float) -> str:
+    """The note an engine's completed start leaves in the progress file (``started_times`` reads it back)."""
+    return f"{label}: healthy after {ready_s:.0f} s, first request done at {cold_start_s:.0f} s"
+
+
+def started_times(run_dir: Path, label: str) -> list[tuple[float, float]]:
+    """(ready s, first request s) of each completed start of ``label``'s engine, from the run's progress.
+
+    A run cut before its engine result was saved keeps these here, so a re-render from points can still
+    report the cold start.
+    """
+    events, _ = read_events(run_dir / PROGRESS_FILE)
+    pattern = re.compile(re.escape(label) + r": healthy after ([\d.]+) s, first request done at ([\d.]+) s")
+    found = (pattern.fullmatch(str(ev.get("text", ""))) for ev in events if ev.get("event") == "note")
+    return [(float(m.group(1)), float(m.group(2))) for m in found if m]
 
 
 def duration_text(seconds: float) -> str:

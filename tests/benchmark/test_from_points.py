@@ -13,9 +13,11 @@ import pytest
 from decision_data import VLLM, lmdeploy_random_cfg, results
 
 from helpers.benchmark.evidence import rebuild_from_points
+from helpers.benchmark.points import time_cap_notes
 from helpers.benchmark.session import EngineSession
 from helpers.benchmark.sla import representative
-from helpers.run.records import save_point
+from helpers.run.progress import PROGRESS_FILE, ProgressEvents, started_note, started_times
+from helpers.run.records import EngineResult, save_engine_result, save_point
 
 LMDEPLOY_LOG = (
     "2026-12-01 15:53:03,690 - lmdeploy - INFO - base.py:439 - Building CacheEngine with config: \n"
@@ -72,3 +74,41 @@ def test_a_cut_run_without_the_search_keeps_its_fixed_load_trials(tmp_path):
     assert (rep.source, rep.concurrency, rep.output_tok_s.n) == ("fixed", 8, 3)
     assert rep.output_tok_s.mean == pytest.approx(recorded_point.output_tok_s)
     assert rep.requests == 3 * recorded_point.requests
+
+
+def test_a_configuration_skipped_in_one_attempt_and_measured_in_a_later_one_is_rebuilt(tmp_path):
+    """Seen on the H100 (2026-12-06): TurboMind's start was cut twice (its row saved as skipped), then a resumed
+    call measured it and was cut in turn. The re-render used the stale skipped row and said "not measured"
+    above nine stored probes; the points win, and the cold start comes back from the progress file."""
+    cfg = lmdeploy_random_cfg(evidence={"search": {"enabled": False}})
+    spec = cfg.engines[0]
+    save_engine_result(tmp_path, EngineResult(label=spec.label, engine="lmdeploy", status="skipped", reason="cut"))
+    events = ProgressEvents(tmp_path / PROGRESS_FILE)
+    events.note(started_note("someone else", 1.0, 2.0))
+    events.note(started_note(spec.label, 40.2, 41.4))
+    events.note(started_note(spec.label, 38.0, 39.0))  # a later attempt's start: the first one is the cold start
+    run = EngineSession(spec, cfg, tmp_path)
+    assert rebuild_from_points(run).status == "skipped"  # no points yet: still not measured
+    p = copy.deepcopy(results(VLLM)[0].points[0])
+    p.label, p.engine, p.phase = spec.label, "lmdeploy", "sweep"
+    save_point(tmp_path, p)
+    got = rebuild_from_points(EngineSession(spec, cfg, tmp_path))
+    assert got.status == "partial" and [q.concurrency for q in got.points] == [p.concurrency]
+    assert (got.ready_s, got.cold_start_s) == (40.0, 41.0)  # the note keeps whole seconds
+    assert started_times(tmp_path, "someone") == [] and started_times(tmp_path / "none", spec.label) == []
+
+
+def test_a_cut_probe_is_named_by_its_rate_and_a_cut_level_by_its_concurrency():
+    """The H100 70B report said "at concurrency 0" for open-loop probes the time cap cut (2026-12-06)."""
+    r = copy.deepcopy(results(VLLM)[0])
+    level, probe = r.points[0], copy.deepcopy(r.points[0])
+    level.incomplete, level.offered_rate = 33, None
+    probe.incomplete, probe.phase, probe.concurrency, probe.offered_rate = 7, "search", 0, 0.704
+    r.points = [level, probe]
+    notes = time_cap_notes([r], 120)
+    assert notes[0].startswith(f"{r.label} at concurrency {level.concurrency}: the 120 s time cap")
+    assert "33 request(s) in flight" in notes[0]
+    assert notes[1].startswith(f"{r.label}, search at 0.704 req/s offered: the 120 s time cap ended it with 7")
+    assert "concurrency 0" not in " ".join(notes)
+    level.incomplete = probe.incomplete = 0
+    assert time_cap_notes([r], 120) == []

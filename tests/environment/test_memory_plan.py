@@ -188,5 +188,26 @@ def test_a_share_of_free_memory_is_taken_after_the_weights_and_the_reserve():
     assert r.overhead_gib_per_gpu == OverheadModel().runtime_reserve_gib and free.kv_share == "free"
     # the other reading takes the weights and every overhead term out of 0.8 of the GPU: 4.5 GiB less on the H200
     assert 4 < (r.kv_gib_per_gpu - gpu.row("bf16").kv_gib_per_gpu) < 5
-    with pytest.raises(ConfigError, match="kv_share must be one of gpu, free, got 'all'"):
+    with pytest.raises(ConfigError, match="kv_share must be one of gpu, static, free, got 'all'"):
         memory_plan("llama-3.1-8b", H200, kv_share="all")
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu_mib", "logged", "within"),
+    [
+        ("llama-3.1-8b", 81_559, 468_566, 0.01),  # H100 80GB HBM3, 2026-12-05
+        ("llama-3.1-8b", 143_771, 925_452, 0.01),  # H200, 2026-11-29
+        ("llama-3.3-70b-fp8", 143_771, 197_381, 0.01),  # H200, 2026-11-29 and -12-03
+        ("llama-3.3-70b-fp8", 81_559, 14_620, 0.035),  # H100 80GB HBM3, 2026-12-06: 4.5 GiB of KV room
+    ],
+)
+def test_sglangs_static_fraction_holds_weights_and_kv_only(model, gpu_mib, logged, within):
+    """SGLang 0.5.16's max_total_num_tokens at --mem-fraction-static 0.92 (archived logs). The ``gpu`` reading,
+    which takes vLLM's activation profile out of the fraction too, was 43% low on the 70B H100 run."""
+    static = memory_plan(model, gpu_mib / 1024, memory_fraction=0.92, context_tokens=768, kv_share="static")
+    prec = read_model_shape(model).checkpoint_precision
+    assert abs(static.row(prec).kv_tokens / logged - 1) < within
+    gpu = memory_plan(model, gpu_mib / 1024, memory_fraction=0.92, context_tokens=768).row(prec).kv_tokens
+    assert gpu < static.row(prec).kv_tokens
+    if logged == 14_620:
+        assert gpu / logged - 1 < -0.4
