@@ -94,8 +94,11 @@ class SglangAdapter(EngineAdapter):
         return args + self.knob_flags(spec.knobs) + list(spec.extra_args)
 
     def kv_share(self, spec: EngineSpec) -> str:
-        """``static``: ``--mem-fraction-static`` holds the weights and the KV pool; activations and CUDA graphs
-        live outside it (the memory plan's module doc gives the logs this is checked on)."""
+        """``static``: ``--mem-fraction-static`` holds the weights and the KV pool, not the activations.
+
+        Its activations and CUDA graphs live outside the fraction (the memory plan's module doc gives the logs
+        this is checked on).
+        """
         return "static"
 
     def env(self, spec: EngineSpec) -> dict[str, str]:
