@@ -1,7 +1,8 @@
 """Checklist steps 11-12: the quarterly review against archived runs, trends, and version currency.
 
-``review`` compares this run's ``summary.json`` with the earlier archived runs of the same workload
-(``helpers.report.index.archived_runs``): engine versions, and output throughput, TTFT p95 and $/M output
+``review`` compares this run's ``summary.json`` with the latest earlier archived run of the same workload on
+the same hardware (``helpers.report.index.archived_runs``; runs on other GPUs stay in the history): engine
+versions, and output throughput, TTFT p95 and $/M output
 tokens at each configuration's representative measurement (``helpers.review.snapshot``), and the
 recommendation. A flipped decision becomes a flag for the top of the report, and so does a regression:
 a change worse than ``cfg.review.regression_threshold`` that the two runs' 95% intervals show (the
@@ -293,7 +294,7 @@ def _change_sentence(
 def review(
     current_summary: RunSummary | dict[str, Any], archive: list[RunSummary] | list[dict[str, Any]], cfg: PlaybookConfig
 ) -> ReviewResult:
-    """Compare this run with the latest earlier run of the same workload in ``archive``; flag what matters."""
+    """Compare this run with the latest earlier run of the same workload and hardware; flag what matters."""
     cur = snapshot(current_summary)
     history = _earlier(cur, archive)
     thr = cfg.review.regression_threshold
@@ -302,7 +303,18 @@ def review(
             f"No earlier run of workload {cur.workload!r} in the archive: this run is the baseline for the next review."
         )
         return ReviewResult(workload=cur.workload, current=cur, previous=None, history=[], threshold=thr, notes=[note])
-    prev = history[-1]
+    alike = [r for r in history if not (r.hardware and cur.hardware and r.hardware != cur.hardware)]
+    if not alike:
+        others = sorted({str(r.hardware) for r in history})
+        note = (
+            f"No earlier run of workload {cur.workload!r} on this hardware ({cur.hardware}): the {len(history)} "
+            f"earlier run(s) ran on {', '.join(others)} and are in the history, not compared (another GPU is not a "
+            "regression); this run is the baseline for the next review on this hardware."
+        )
+        return ReviewResult(
+            workload=cur.workload, current=cur, previous=None, history=history, threshold=thr, notes=[note]
+        )
+    prev = alike[-1]
     since = f" since run {prev.run_id}" + (f" ({prev.created_utc[:10]})" if prev.created_utc else "")
     flags, notes = _decision_flags(prev, cur, since)
     for b, n in _pairs(prev.engines, cur.engines):

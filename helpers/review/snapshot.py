@@ -65,6 +65,7 @@ class RunSnapshot(_Model):
     primary: str | None = None
     backup: str | None = None
     primary_family: str | None = None
+    hardware: str | None = Field(default=None, description="What ran it, e.g. '1× H100-SXM5-80GB'; None: not recorded.")
     engines: list[EngineSnapshot] = Field(default_factory=list)
 
 
@@ -121,6 +122,20 @@ def _engine_snapshot(summary: RunSummary, e: EngineSummary) -> EngineSnapshot:
     )
 
 
+def hardware_of(hardware: dict[str, Any]) -> str | None:
+    """The GPUs a run measured on, as the review matches runs: ``'1× H100-SXM5-80GB'``, ``'CPU'``, or None.
+
+    A GPU is named by its spec (``helpers/data/gpu_specs.yaml``) where one matched, else by NVML's name.
+    """
+    if not hardware:
+        return None
+    gpus = hardware.get("gpus") or []
+    if not gpus:
+        return "CPU" if hardware.get("gpu_count") == 0 else None
+    names = sorted({str(g.get("spec") or g.get("name") or "unknown GPU") for g in gpus})
+    return f"{len(gpus)}× {' + '.join(names)}"
+
+
 def snapshot(summary: RunSummary | dict[str, Any]) -> RunSnapshot:
     """The review's view of one run summary (schema 1 or 2)."""
     s = as_summary(summary)
@@ -136,5 +151,6 @@ def snapshot(summary: RunSummary | dict[str, Any]) -> RunSnapshot:
         primary=rec.primary,
         backup=rec.backup,
         primary_family=fam or None,
+        hardware=hardware_of(s.hardware),
         engines=engines,
     )

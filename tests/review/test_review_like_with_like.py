@@ -49,3 +49,21 @@ def test_changes_are_percentages_never_dollars():
     html = table_html(for_people(shown))
     assert "-75.0%" in html and "$-" not in html and "$-0.75" not in html
     assert any("$/M output tokens" in f for f in res.flags) is False  # cheaper is no regression
+
+
+def test_a_run_on_another_gpu_is_history_not_the_run_compared():
+    """The 70B run on one H100 (2026-12-06) was reviewed against the 70B run on one H200 (2026-12-03): "vLLM
+    output throughput −89%", "Decision flipped". Another GPU is not a regression: it is compared with nothing."""
+    h100 = read_summary(REPORTS / "h100-20261206-chat-70b-fp8" / "summary.json")
+    h200 = read_summary(NEW / "summary.json")
+    res = review(h100, [h200, h100], load_config(NEW / "config.yaml"))
+    assert res.previous is None and res.flags == [] and [r.run_id for r in res.history] == [h200.run_id]
+    (note,) = res.notes
+    assert "on this hardware (1× H100-SXM5-80GB)" in note and "ran on 1× H200-SXM-141GB" in note
+    # the same hardware is compared: a copy of the H100 run made earlier is its previous run
+    before = copy.deepcopy(h100)
+    before.run_id, before.created_utc = "h100-earlier", "2026-12-05T00:00:00+00:00"
+    res = review(h100, [h200, before, h100], load_config(NEW / "config.yaml"))
+    assert res.previous is not None and res.previous.run_id == "h100-earlier"
+    assert [r.run_id for r in res.history] == [h200.run_id, "h100-earlier"]
+    assert not any("Decision flipped" in f for f in res.flags)
