@@ -89,3 +89,21 @@ def test_at_the_seeds_load_the_ratio_is_of_the_concurrency_100_points_and_a_fail
     assert v[SEED] == s[SEED] == "comparable: the seed's model shape"  # the seed's GPU: no caveat
     assert trt[AT_100] == NOT_MEASURED and trt[WHY].startswith("failed: tensorrt_llm 1.2.1 is not installable")
     assert "TensorRT-LLM" not in list(df["engine"])[3:]  # the failed row stands for it; no second row
+
+
+def test_the_h100_70b_run_fills_the_seeds_row_and_a_lower_bound_is_a_bound_not_a_ratio():
+    """One H100 80GB, the seed's condition (2026-12-06): all three engines at concurrency 100, TurboMind's capacity
+    estimated, vLLM's and SGLang's only lower bounds (every load they tried passed)."""
+    folder = REPORTS / "h100-20261206-chat-70b-fp8"
+    df = engine_table(RunFolder(folder).engine_results(), load_config(folder / "config.yaml"), "H100-SXM5-80GB")
+    rows = {row["engine"]: row for row in df.to_dict("records")}
+    v, s, lm = rows["vLLM"], rows["SGLang"], rows["LMDeploy"]
+    assert lm["configuration"] == "LMDeploy 0.18.0 (TurboMind)" and lm[SEED] == "comparable: the seed's model shape"
+    assert lm[AT_100] == "639 / 1,917 (one grid sample, no interval)"
+    assert lm[RATIO_100] == "1.79 (1,917 / 1,069 total tok/s)" and s[RATIO_100] == "1.45 (1,547 / 1,069 total tok/s)"
+    assert v[AT_100].endswith("the time cap cut it (33 in flight): understated)")
+    assert not lm[AT_CAP].startswith("≥") and lm[AT_CAP].endswith("at 2.72 req/s")
+    assert s[AT_CAP].startswith("≥ ") and s[AT_CAP].endswith("(a lower bound: no failing load sized)")
+    # TurboMind's estimate over vLLM's lower bound is an upper bound on the ratio; two lower bounds give none
+    assert lm[RATIO_CAP] == "≤ 3.87× (vLLM 0.26.0's capacity is a lower bound)"
+    assert s[RATIO_CAP] == "no ratio: both capacities are lower bounds (2.00× of the bounds)"
