@@ -32,7 +32,7 @@ from helpers.environment.prediction_check import predicted_capacity
 from helpers.measure.interference import wait_quiet
 from helpers.measure.loadgen import LoadResult
 from helpers.run.progress import cut_starts, started_times
-from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
+from helpers.run.records import CUT, CapacitySummary, EngineResult, Point, load_engine_result, load_point
 
 
 def start_load(result: EngineResult, session: EngineSession) -> float:
@@ -330,10 +330,11 @@ def _unit(axis: str) -> str:
 def rebuild_from_points(session: EngineSession) -> EngineResult:
     """A configuration rebuilt from the run folder alone (``playbook run --from-points``): nothing is launched.
 
-    The stored engine result when there is one, else a ``partial`` row rebuilt from the stored points
-    (with the KV capacity its engine log reported and its first start's times from the progress file); a
-    stored ``skipped`` result gives way to points a later attempt measured. The capacity is judged again
-    from the stored probes with today's rules.
+    The stored engine result when there is one (a run cut after its engine started left one, ``partial``,
+    with the start's version, times and KV capacity), else a ``partial`` row rebuilt from the stored points
+    (the KV capacity from its engine log, the first start's times from the progress file, for archives made
+    before that record was saved); a stored ``skipped`` result gives way to points a later attempt measured.
+    The capacity is judged again from the stored probes with today's rules.
     """
     run_dir, label = session.run_dir, session.spec.label
     prev = load_engine_result(run_dir, label)
@@ -346,7 +347,7 @@ def rebuild_from_points(session: EngineSession) -> EngineResult:
             label=label,
             engine=session.spec.engine,
             status="partial",
-            reason="no engine result was saved (the run was stopped mid-way): rebuilt from its stored points",
+            reason=CUT,
         )
     else:
         result = prev

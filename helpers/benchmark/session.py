@@ -41,6 +41,7 @@ from helpers.measure.telemetry import GpuSampler, local_gpu_spec
 from helpers.measure.timing import request_times
 from helpers.run.progress import Unit, started_note
 from helpers.run.records import (
+    CUT,
     EngineResult,
     GpuStats,
     Point,
@@ -48,6 +49,7 @@ from helpers.run.records import (
     label_slug,
     load_point,
     point_path,
+    save_engine_result,
     save_point,
     write_json_atomic,
 )
@@ -136,6 +138,8 @@ class EngineSession:
         if not tag:
             self.result.ready_s, self.result.cold_start_s = ready, cold
             self.result.kv_capacity_tokens = self.logged_kv_tokens()
+            # what the start found outlives a run cut before the end (the finished result replaces it)
+            save_engine_result(self.run_dir, self.result.model_copy(update={"status": "partial", "reason": CUT}))
         self.say(started_note(spec.label, ready, cold))
         return self.handle
 

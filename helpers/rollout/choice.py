@@ -42,8 +42,8 @@ class Chosen:
 
     @property
     def version(self) -> str | None:
-        """The engine version the run measured, if known."""
-        return self.result.version if self.result else None
+        """The engine version the run measured, else the one the config declares (``playbook check`` compares it)."""
+        return (self.result.version if self.result else None) or self.spec.version
 
     @property
     def name(self) -> str:

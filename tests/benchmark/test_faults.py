@@ -10,12 +10,14 @@ import sys
 
 import pytest
 
+from helpers.benchmark.evidence import rebuild_from_points
 from helpers.benchmark.run import run_benchmarks
+from helpers.benchmark.session import EngineSession
 from helpers.core.errors import ConfigError
 from helpers.engines import ENGINES
 from helpers.engines.vllm import VllmAdapter
 from helpers.launchers.config_check import parse_config
-from helpers.run.records import load_engine_results
+from helpers.run.records import CUT, load_engine_results
 
 FAKE_ENGINE = "fake-vllm"
 
@@ -154,3 +156,29 @@ def test_a_command_that_cannot_be_built_is_a_row(tmp_path):
     cfg = parse_config({"name": "faults", "model": {"path": "tiny-llama"}, "engines": [spec]})
     (result,) = asyncio.run(run_benchmarks(cfg, tmp_path))
     assert result.status == "failed" and "has no default image" in result.reason
+
+
+class _Cut(BaseException):
+    """The run stopped from outside (a device call's time limit), as a signal stops ``playbook run``."""
+
+
+def test_a_run_cut_after_the_engine_started_keeps_what_the_start_found(fake_engine, tmp_path):
+    """Seen on the H100 (2026-12-06): runs cut mid-search lost each engine's start record (cold start, version),
+    so the re-rendered rows had no cold start. The start's record is saved as it is found; the whole result
+    replaces it at the end."""
+    cfg = config([fake("cut", "ok")])
+
+    def stop_once_healthy(text: str) -> None:
+        if text.startswith("cut: healthy after"):
+            raise _Cut
+
+    with pytest.raises(_Cut):
+        asyncio.run(run_benchmarks(cfg, tmp_path, progress=stop_once_healthy))
+    (stored,) = load_engine_results(tmp_path)
+    assert (stored.status, stored.reason) == ("partial", CUT) and stored.cold_start_s is not None
+    assert stored.command and stored.points == []
+    rebuilt = rebuild_from_points(EngineSession(cfg.engines[0], cfg, tmp_path))
+    assert rebuilt.status == "partial" and rebuilt.cold_start_s == stored.cold_start_s
+    # a run that goes on replaces it with the whole result
+    (whole,) = asyncio.run(run_benchmarks(cfg, tmp_path))
+    assert whole.status == "ok" and load_engine_results(tmp_path)[0].status == "ok"

@@ -12,7 +12,7 @@ from rollout_data import config, decision_for, results
 from helpers.core.config import parse_config
 from helpers.core.paths import MODELS_DIR
 from helpers.rollout.choice import apply_tuned, choose
-from helpers.rollout.launch import plan
+from helpers.rollout.launch import plan, shell_script
 
 LMD = {
     "label": "lmdeploy-turbomind",
@@ -65,3 +65,19 @@ def test_the_rollout_of_an_lmdeploy_pick_loads_the_checkpoint(tmp_path):
     assert p.python_cmd[p.python_cmd.index("--backend") + 1] == "turbomind"
     assert p.python_cmd[p.python_cmd.index("--max-batch-size") + 1] == "64"  # the tuned value
     assert p.docker_cmd[p.docker_cmd.index("api_server") + 1] == "/model"  # the container form builds too
+
+
+def test_a_result_without_a_version_is_launched_under_the_configs_version(tmp_path):
+    """A run cut before its result was saved has no measured version: the launch script said "(LMDeploy )" on the
+    H100 70B run (2026-12-06). The config's declared version (what ``playbook check`` compares) stands in."""
+    cfg, res, decision = lmdeploy_pick()
+    res[-1].version = None
+    spec = cfg.engines[-1]
+    declared = cfg.model_copy(update={"engines": [*cfg.engines[:-1], spec.model_copy(update={"version": "0.18.0"})]})
+    assert choose(declared, decision, res).version == "0.18.0"
+    chosen = choose(cfg, decision, res)
+    assert chosen.version is None
+    script = shell_script(plan(chosen, cfg.model, tmp_path), chosen)
+    assert "(LMDeploy (version unknown)) for workload" in script
+    res[-1].version = "0.18.1"  # what the run measured wins over the declaration
+    assert choose(declared, decision, res).version == "0.18.1"
