@@ -343,12 +343,7 @@ def rebuild_from_points(session: EngineSession) -> EngineResult:
     points = [p for p in found if p is not None]
     if prev is None or (prev.status == "skipped" and points):  # skipped in one attempt, measured in a later one
         prev = None
-        result = EngineResult(
-            label=label,
-            engine=session.spec.engine,
-            status="partial",
-            reason=CUT,
-        )
+        result = EngineResult(label=label, engine=session.spec.engine, status="partial", reason=CUT)
     else:
         result = prev
     # what the engine logged at start, and its first start's times, survive a cut run
