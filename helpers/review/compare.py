@@ -3,15 +3,15 @@
 ``review`` compares this run's ``summary.json`` with the latest earlier archived run of the same workload on
 the same hardware (``helpers.report.index.archived_runs``; runs on other GPUs stay in the history, not
 compared): engine versions, and output throughput, TTFT p95 and $/M output tokens at each configuration's
-representative measurement (``helpers.review.snapshot``), and the recommendation. A flipped decision
-becomes a flag for the top of the report, and so does a regression: a change worse than ``cfg.review.regression_threshold`` that the two runs' 95% intervals show (the
-interval of the relative change excludes zero; ``helpers.review.significance``). A change beyond the
-threshold that the intervals do not separate from zero is a note, "within noise (±x%)"; one where either
-run's figure has no interval (one sample, an archive from before intervals) is "no interval: not
-judged" and is never a regression. The changes table gives each change with its interval and verdict.
-Representatives of different kinds (a capacity, trials at a fixed load, a grid point) are not compared
-(``not_comparable``). Version currency (step 12) is in ``helpers.review.versions``, trends over time in
-``helpers.review.trend``.
+representative measurement (``helpers.review.snapshot``), and the recommendation. A flipped decision becomes a
+flag for the top of the report, and so does a regression: a change worse than
+``cfg.review.regression_threshold`` that the two runs' 95% intervals show (the interval of the relative change
+excludes zero; ``helpers.review.significance``). A change beyond the threshold that the intervals do not
+separate from zero is a note, "within noise (±x%)"; one where either run's figure has no interval (one sample,
+an archive from before intervals) is "no interval: not judged" and is never a regression. The changes table
+gives each change with its interval and verdict. Representatives of different kinds (a capacity, trials at a
+fixed load, a grid point) are not compared (``not_comparable``). Version currency (step 12) is in
+``helpers.review.versions``, trends over time in ``helpers.review.trend``.
 """
 
 from __future__ import annotations
