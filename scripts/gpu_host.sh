@@ -9,7 +9,8 @@
 #                           GPU memory for the memory plan, model folder, disk; one line each, exit 1 on a ✗
 #   run CONFIG RUN_ID [S] [ARG...]
 #                           run the playbook (resuming RUN_ID) for at most S seconds (ARGs go to `playbook run`,
-#                           e.g. --engines "vLLM 0.26.0"); tar the run folder into $OUT (or $PB/out, i.e.
+#                           e.g. --engines "vLLM 0.26.0" or --set cost.gpu=H100-SXM5-80GB); tar the run folder
+#                           into $OUT (or $PB/out, i.e.
 #                           /tmp/pb/out) so it can be carried back and archived under reports/; the run's
 #                           preflight check is archived in it (logs/check.txt); PB_REPORTS=DIR writes the run
 #                           folders there instead of the repository's reports/ (e.g. /tmp/pb/reports, so that

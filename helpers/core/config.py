@@ -35,6 +35,7 @@ from helpers.core.config_engines import (  # noqa: F401
     ModelSpec,
     Speculative,
 )
+from helpers.core.config_overrides import apply_overrides
 from helpers.core.config_workload import (  # noqa: F401
     SLA,
     BatchingTest,
@@ -129,8 +130,8 @@ def parse_config(data: dict[str, Any], source: str = "<config>") -> PlaybookConf
         raise ConfigError(one_line(f"{source}: nested too deeply to validate")) from None
 
 
-def load_config(path: str | Path) -> PlaybookConfig:
-    """Read and validate a workload YAML file."""
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> PlaybookConfig:
+    """Read and validate a workload YAML file, with ``overrides`` (``KEY=VALUE``, ``helpers.core.config_overrides``)."""
     p = Path(path)
     try:
         if not p.is_file():
@@ -144,7 +145,9 @@ def load_config(path: str | Path) -> PlaybookConfig:
         raise ConfigError(one_line(f"{p}: nested too deeply to read")) from None
     except OSError as err:
         raise ConfigError(one_line(f"{p}: cannot read the config file ({err.strerror or err})")) from None
-    return parse_config(data, str(p))
+    if overrides and isinstance(data, dict):
+        data = apply_overrides(data, overrides)
+    return parse_config(data, f"{p} with --set {', '.join(overrides)}" if overrides else str(p))
 
 
 def public_dict(cfg: PlaybookConfig) -> dict[str, Any]:

@@ -67,6 +67,6 @@ def parse_config(data: dict[str, Any], source: str = "<config>") -> PlaybookConf
     return check_registries(core_config.parse_config(data, source), source)
 
 
-def load_config(path: str | Path) -> PlaybookConfig:
-    """``helpers.core.config.load_config`` and then the registries' check: a config as a run uses it."""
-    return check_registries(core_config.load_config(path), str(Path(path)))
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> PlaybookConfig:
+    """``helpers.core.config.load_config`` (with ``--set`` overrides), then the registries' check: as a run uses it."""
+    return check_registries(core_config.load_config(path, overrides), str(Path(path)))

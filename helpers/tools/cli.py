@@ -27,7 +27,7 @@ from helpers.workload.profile import profile_command
 def _run(args: argparse.Namespace) -> int:
     checked = None
     if not args.no_check and not args.from_points:  # a re-render from points starts nothing: nothing to check
-        cfg = load_config(args.config)  # a bad config fails here in one line, as before
+        cfg = load_config(args.config, args.overrides or ())  # a bad config fails here in one line, as before
         cfg = select_engines(cfg, args.engines) if args.engines else cfg
         report = preflight(cfg, args.only, None if args.quiet else sys.stdout, sys.stderr)
         if report.stops_run:
@@ -45,6 +45,7 @@ def _run(args: argparse.Namespace) -> int:
         engines=args.engines,
         preflight=checked,
         from_points=args.from_points,  # the notebooks' kernels get FROM_POINTS_ENV: step 5 launches nothing
+        overrides=args.overrides or (),
     )
     print(report)
     return 0
@@ -124,6 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--only", nargs="*", help="run only these notebooks (e.g. 03_benchmark)")
     r.add_argument("--quiet", action="store_true", help="do not show step 5's progress bar and notes")
     r.add_argument("--engines", nargs="+", metavar="LABEL", help=_ENGINES_HELP)
+    r.add_argument(
+        "--set",
+        action="append",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        help="change one config field for this run, repeatable: a dotted KEY, a YAML VALUE "
+        "(e.g. --set cost.gpu=H100-SXM5-80GB --set engines.0.knobs.memory_fraction=0.95); the run folder's "
+        "config.yaml records the config as run",
+    )
     r.add_argument(
         "--from-points",
         action="store_true",

@@ -55,7 +55,10 @@ def with_archived_engines(cfg: PlaybookConfig, archived: Path) -> PlaybookConfig
 
 @contextmanager
 def config_file(cfg: PlaybookConfig, original: str | Path, subset: bool) -> Iterator[Path]:
-    """The config file the notebooks read: ``original`` as is, or (``subset``) ``cfg`` written to a private file."""
+    """The config file the notebooks read: ``original`` as is, or (``subset``) ``cfg`` written to a private file.
+
+    ``subset``: engines chosen (``--engines``) or fields set (``--set``) on the command line.
+    """
     if not subset:
         yield Path(original).resolve()
         return

@@ -186,6 +186,7 @@ def run_playbook(
     console: TextIO | None = None,
     preflight: str | None = None,
     from_points: bool = False,
+    overrides: list[str] | tuple[str, ...] = (),
 ) -> Path:
     """Run the whole playbook for ``config``; return the path of ``report.html``.
 
@@ -198,8 +199,9 @@ def run_playbook(
     ``from_points`` (or ``FROM_POINTS_ENV`` set): re-render the run folder from its stored points, launching
     nothing; on a healthy archive a failed notebook puts the folder back and raises ``RerenderError``
     (``helpers.run.rerender``), and ``run.json`` keeps the measuring run's ``notebook_seconds``.
+    ``overrides``: ``KEY=VALUE`` changes to the config for this run (``helpers.core.config_overrides``).
     """
-    cfg = load_config(config)  # a bad config fails here, before anything is imported or started
+    cfg = load_config(config, overrides)  # a bad config fails here, before anything is imported or started
     if engines:
         cfg = select_engines(cfg, engines)
 
@@ -212,7 +214,7 @@ def run_playbook(
         if engines:  # these are measured; the configurations earlier attempts archived are kept, and reported
             kernel_env[MEASURE_ONLY_ENV] = json.dumps([e.label for e in cfg.engines])
             cfg = with_archived_engines(cfg, run_dir / "config.yaml")
-        with config_file(cfg, config, bool(engines)) as path, kernel_environment(kernel_env):
+        with config_file(cfg, config, bool(engines or overrides)) as path, kernel_environment(kernel_env):
             shown = (console or sys.stderr) if log_output else None
             with RerenderGuard(run_dir, from_points) as guard:  # a healthy archive: a copy to put back on failure
                 if preflight is not None:
