@@ -22,7 +22,7 @@ from helpers.benchmark.judged import grid_readings, load_of, measurement_of, sus
 from helpers.benchmark.loads import fixed_concurrency, load_axis
 from helpers.benchmark.probe import too_long_to_read
 from helpers.benchmark.probe_size import LATENCY_SPANS, probe_requests, sized_requests
-from helpers.benchmark.session import EngineSession
+from helpers.benchmark.session import CUT, EngineSession
 from helpers.benchmark.sla import meets_sla, trial_points
 from helpers.benchmark.structured_phase import evidence_workload, structured_probe
 from helpers.core.config import PlaybookConfig
@@ -32,7 +32,7 @@ from helpers.environment.prediction_check import predicted_capacity
 from helpers.measure.interference import wait_quiet
 from helpers.measure.loadgen import LoadResult
 from helpers.run.progress import cut_starts, started_times
-from helpers.run.records import CUT, CapacitySummary, EngineResult, Point, load_engine_result, load_point
+from helpers.run.records import CapacitySummary, EngineResult, Point, load_engine_result, load_point
 
 
 def start_load(result: EngineResult, session: EngineSession) -> float:

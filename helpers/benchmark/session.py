@@ -41,7 +41,6 @@ from helpers.measure.telemetry import GpuSampler, local_gpu_spec
 from helpers.measure.timing import request_times
 from helpers.run.progress import Unit, started_note
 from helpers.run.records import (
-    CUT,
     EngineResult,
     GpuStats,
     Point,
@@ -58,6 +57,10 @@ from helpers.workload.structured import ReplayDataset
 
 LOG_TAIL_LINES = 30
 Progress = Callable[[str], None]
+
+
+CUT = "the run was stopped mid-way: rebuilt from its stored points"
+"""The reason of a configuration whose run was cut before its result was saved whole (status ``partial``)."""
 
 
 class EngineSession:

@@ -376,10 +376,6 @@ def load_point(path: Path) -> Point | None:
         return None
 
 
-CUT = "the run was stopped mid-way: rebuilt from its stored points"
-"""The reason of a configuration whose run was cut before its result was saved whole (status ``partial``)."""
-
-
 def save_engine_result(run_dir: Path, result: EngineResult) -> Path:
     """Persist an engine's result (status, reason, points) to ``engines/<label>.json``."""
     p = Path(run_dir) / "engines" / f"{label_slug(result.label)}.json"

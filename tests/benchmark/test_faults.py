@@ -12,12 +12,12 @@ import pytest
 
 from helpers.benchmark.evidence import rebuild_from_points
 from helpers.benchmark.run import run_benchmarks
-from helpers.benchmark.session import EngineSession
+from helpers.benchmark.session import CUT, EngineSession
 from helpers.core.errors import ConfigError
 from helpers.engines import ENGINES
 from helpers.engines.vllm import VllmAdapter
 from helpers.launchers.config_check import parse_config
-from helpers.run.records import CUT, load_engine_results
+from helpers.run.records import load_engine_results
 
 FAKE_ENGINE = "fake-vllm"
 
