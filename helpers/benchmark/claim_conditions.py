@@ -142,13 +142,12 @@ def gpu_note(inputs: ClaimInputs) -> str:
     return f"; measured on {inputs.gpu}, the seed on one {SEED_GPU}"
 
 
-def _bound_text(v: EngineResult, b: EngineResult, ratio: float) -> str | None:
+def _bound_text(v: EngineResult, b: EngineResult, ratio: float, cfg: PlaybookConfig) -> str | None:
     """The ratio of ``v``'s capacity to ``b``'s as a bound when either capacity is only "at least"; else None.
 
-    A search that never sized a failing load gives a lower bound (``CapacityEstimate.status`` ``at_least``).
+    A search that never sized a failing load gives a lower bound (``Representative.lower_bound``).
     """
-    low_v, low_b = (c.capacity is not None and c.capacity.estimate is not None
-                    and c.capacity.estimate.status == "at_least" for c in (v, b))  # fmt: skip
+    low_v, low_b = (representative(r, cfg).lower_bound for r in (v, b))
     if low_v and low_b:
         return f"no ratio: both capacities are lower bounds ({ratio:.2f}× of the bounds)"
     if low_v:
@@ -179,7 +178,7 @@ def trial_speedup(v: EngineResult, b: EngineResult, cfg: PlaybookConfig | None =
         hi = "unbounded" if d.high is None else f"{100 * (d.high - 1):+.1f}"
         how = f"paired over {d.pairs} streams" if d.paired else "unpaired"
         value = f"{v.label}: {d.ratio:.2f}× ({100 * (d.ratio - 1):+.1f}% [{lo}, {hi}] 95% CI, SLA capacities, {how})"
-        bound = _bound_text(v, b, d.ratio)
+        bound = _bound_text(v, b, d.ratio, cfg) if cfg is not None else None
         if bound:
             value = f"{v.label}: {bound}"
         basis = f"{v.label} ÷ {b.label}: requests served per second at the SLA capacity ({d.verdict.replace('_', ' ')})"

@@ -111,10 +111,8 @@ def _at_capacity(r: EngineResult, cfg: PlaybookConfig) -> str:
         else f"trials at a fixed concurrency {rep.concurrency} (no capacity search)"
     )  # fmt: skip
     sla = "" if rep.meets_sla else ", missed the SLA"
-    est = r.capacity.estimate if r.capacity is not None else None
-    bound = rep.source == "capacity" and est is not None and est.status == "at_least"
     figures = f"{rep.output_tok_s.text()} / {rep.total_tok_s.text()} {where}{sla}"
-    return f"≥ {figures} (a lower bound: no failing load sized)" if bound else figures
+    return f"≥ {figures} (a lower bound: no failing load sized)" if rep.lower_bound else figures
 
 
 def _capacity_ratio(r: EngineResult, v: EngineResult | None, cfg: PlaybookConfig) -> str:
