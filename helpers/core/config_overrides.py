@@ -16,12 +16,17 @@ import yaml
 from helpers.core.errors import ConfigError
 
 
+def _index(node: list[Any], key: str, where: str) -> int:
+    """``key`` as an index of the list ``node``, or a ``ConfigError`` naming ``where``."""
+    if not key.isdigit() or int(key) >= len(node):
+        raise ConfigError(f"--set {where}: {key!r} is not an index of that list (0-{len(node) - 1})")
+    return int(key)
+
+
 def _step(node: Any, key: str, where: str) -> Any:
     """The child ``key`` of ``node`` on the way to an override's field, or a ``ConfigError`` naming ``where``."""
     if isinstance(node, list):
-        if not key.isdigit() or int(key) >= len(node):
-            raise ConfigError(f"--set {where}: {key!r} is not an index of that list (0-{len(node) - 1})")
-        return node[int(key)]
+        return node[_index(node, key, where)]
     if not isinstance(node, dict):
         raise ConfigError(f"--set {where}: the value before {key!r} is not a mapping")
     if node.get(key) is None:  # absent, or an empty section in the YAML
@@ -46,8 +51,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]
             node = _step(node, part, ".".join(parts[: i + 1]))
         last = parts[-1]
         if isinstance(node, list):
-            _step(node, last, key)  # an index that exists
-            node[int(last)] = value
+            node[_index(node, last, key)] = value
         elif isinstance(node, dict):
             node[last] = value
         else:
