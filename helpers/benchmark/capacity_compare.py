@@ -6,7 +6,8 @@ accelerators per replica; closed-loop capacities (streams) are compared as the r
 slope. Probes of the two configurations that ran on the same stream (the same arrival schedule and prompts,
 ``helpers.benchmark.edge_search``) form pairs: the traffic's own noise is in both readings of a pair and
 cancels in their difference. With at least ``MIN_PAIRS`` pairs the difference's 95% interval is a paired t
-interval over them; with fewer, the two capacities' own intervals are combined (unpaired, wider).
+interval over them; with fewer, the two capacities' own intervals are combined (unpaired, wider). A capacity
+whose own interval is unbounded (its edge probes too noisy for a fit) leaves the difference unbounded too.
 
 Three outcomes, stated as such:
 
@@ -116,7 +117,9 @@ def compare_capacities(a: Side, b: Side, margin: float = 0.05, confidence: float
     common = sorted(set(fa.keys) & set(fb.keys)) if fa and fb else []
     paired = len(common) >= MIN_PAIRS
     half: float | None = None
-    both = a.estimate.status == b.estimate.status == "estimated"
+    # The fits' delta-method width holds only where each capacity has a bounded interval of its own: an edge
+    # whose own interval is unbounded (probes too noisy for the fit's slope) bounds no difference either.
+    both = a.estimate.status == b.estimate.status == "estimated" and _bounded(a.estimate) and _bounded(b.estimate)
     if both and fa is not None and fb is not None and fa.root is not None and fb.root is not None:
         half = _paired_half(fa, fb, _slope(a.to_rate, fa.root), _slope(b.to_rate, fb.root), common, paired, confidence)
     if half is not None:
@@ -153,6 +156,11 @@ def compare_capacities(a: Side, b: Side, margin: float = 0.05, confidence: float
         out.to_resolve, out.more_pairs = f"{unbracketed}; then {out.to_resolve}", None
     out.text = f"`{a.label}` against `{b.label}` is not conclusive ({said}): {out.to_resolve}"
     return out
+
+
+def _bounded(est: CapacityEstimate) -> bool:
+    """Whether an estimate has an interval of its own at both ends."""
+    return est.low is not None and est.high is not None
 
 
 def _slope(to_rate: Callable[[float], float], z: float, h: float = 1e-4) -> float:

@@ -309,11 +309,17 @@ def _reasons(steps: list[TreeStep], scores: list[EngineScore], choice: Choice, t
 
 
 def _warnings(cfg: PlaybookConfig, scores: list[EngineScore], fleet: pd.DataFrame, choice: Choice, tree_family: str):
-    """The warnings of the answer beyond the config's: nothing within the SLA, CPU prices, nothing eligible."""
+    """The warnings of the answer beyond the config's: nothing within the SLA, CPU prices, nothing eligible.
+
+    "Nothing within the SLA" reads each measured configuration's representative (its SLA capacity, trials or
+    best grid point), not the grid's share: a capacity is within the SLA by definition even when every grid
+    point, e.g. the seeds' concurrency 100, lies past it.
+    """
     warnings = list(choice.warnings)
-    if any(s.measured for s in scores) and not any(bool(s.sla_share) for s in scores if s.measured):
+    rows = fleet.to_dict("records") if not fleet.empty else []
+    if rows and not any(bool(r["meets_sla"]) for r in rows):
         warnings.append(f"No measured configuration meets the {cfg.sla.ttft_p95_ms:g} ms TTFT p95 SLA.")
-    if any(r.get("priced_as") == "cpu" for r in fleet.to_dict("records")) if not fleet.empty else False:
+    if any(r.get("priced_as") == "cpu" for r in rows):
         warnings.append("CPU configurations are priced with the ASSUMED `cpu` price in gpu_prices.yaml.")
     if choice.primary is None:
         warnings.append(f"No eligible measured configuration: the answer is the tree's ({DISPLAY[tree_family]}).")

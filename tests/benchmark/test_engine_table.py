@@ -92,8 +92,8 @@ def test_at_the_seeds_load_the_ratio_is_of_the_concurrency_100_points_and_a_fail
 
 
 def test_the_h100_70b_run_fills_the_seeds_row_and_a_lower_bound_is_a_bound_not_a_ratio():
-    """One H100 80GB, the seed's condition (2026-12-06): all three engines at concurrency 100, TurboMind's capacity
-    estimated, vLLM's and SGLang's only lower bounds (every load they tried passed)."""
+    """One H100 80GB, the seed's condition (2026-12-06): all three engines at concurrency 100, TurboMind's and
+    SGLang's capacities estimated, vLLM's only a lower bound (every load it tried passed)."""
     folder = REPORTS / "h100-20261206-chat-70b-fp8"
     df = engine_table(RunFolder(folder).engine_results(), load_config(folder / "config.yaml"), "H100-SXM5-80GB")
     rows = {row["engine"]: row for row in df.to_dict("records")}
@@ -103,7 +103,27 @@ def test_the_h100_70b_run_fills_the_seeds_row_and_a_lower_bound_is_a_bound_not_a
     assert lm[RATIO_100] == "1.79 (1,917 / 1,069 total tok/s)" and s[RATIO_100] == "1.45 (1,547 / 1,069 total tok/s)"
     assert v[AT_100].endswith("the time cap cut it (33 in flight): understated)")
     assert not lm[AT_CAP].startswith("≥") and lm[AT_CAP].endswith("at 2.72 req/s")
-    assert s[AT_CAP].startswith("≥ ") and s[AT_CAP].endswith("(a lower bound: no failing load sized)")
-    # TurboMind's estimate over vLLM's lower bound is an upper bound on the ratio; two lower bounds give none
+    assert s[AT_CAP] == "486 / 1,459 at 1.90 req/s"
+    assert v[AT_CAP].startswith("≥ ") and v[AT_CAP].endswith("(a lower bound: no failing load sized)")
+    # an estimate over vLLM's lower bound is an upper bound on the ratio
     assert lm[RATIO_CAP] == "≤ 3.87× (vLLM 0.26.0's capacity is a lower bound)"
-    assert s[RATIO_CAP] == "no ratio: both capacities are lower bounds (2.00× of the bounds)"
+    assert s[RATIO_CAP] == "≤ 2.70× (vLLM 0.26.0's capacity is a lower bound)"
+
+
+def test_two_lower_bounds_give_no_ratio():
+    """The 70B run as it stood before SGLang's search failed a load: SGLang's passing probes alone."""
+    from helpers.benchmark.boundary import estimate_capacity
+    from helpers.benchmark.judged import point_readings
+
+    folder = REPORTS / "h100-20261206-chat-70b-fp8"
+    c = load_config(folder / "config.yaml")
+    res = RunFolder(folder).engine_results()
+    sg = next(r for r in res if r.label == "SGLang 0.5.16")
+    sg.capacity.estimate = estimate_capacity([r for r in point_readings(sg, c) if r.passed])
+    assert sg.capacity.estimate.status == "at_least" and sg.capacity.estimate.low == max(
+        r.load for r in point_readings(sg, c) if r.passed
+    )
+    rows = {row["engine"]: row for row in engine_table(res, c, "H100-SXM5-80GB").to_dict("records")}
+    bounds = sg.capacity.estimate.low / 0.7035131686985893  # over vLLM's one passing probe
+    assert rows["SGLang"][AT_CAP].startswith("≥ ")
+    assert rows["SGLang"][RATIO_CAP] == f"no ratio: both capacities are lower bounds ({bounds:.2f}× of the bounds)"

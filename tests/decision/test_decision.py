@@ -341,3 +341,17 @@ def test_a_rate_capacity_without_peak_traffic_is_worded_as_a_request_rate():
     text = " ".join(d.sentences)
     assert "No peak traffic is known" in text and "that is its SLA capacity" in text and "req/s per replica" in text
     assert "None" not in text
+
+
+def test_capacities_within_the_sla_are_not_warned_as_missing_it_when_every_grid_point_is_past_it():
+    from helpers.core.config import load_config
+    from helpers.core.paths import REPORTS_DIR
+    from helpers.run.reader import engine_results
+
+    run = REPORTS_DIR / "h100-20261206-chat-70b-fp8"  # concurrency 100 is past the 2 s SLA for every engine
+    c = load_config(run / "config.yaml")
+    d = decide(engine_results(run), c)
+    measured = [s for s in d.scores if s.measured]
+    assert measured and all(s.sla_share == 0 for s in measured)  # the grid's share: no point within the SLA
+    assert not any("No measured configuration meets" in w for w in d.warnings), d.warnings
+    assert d.verdict.verdict == "not_conclusive" and d.sentences[0].startswith("Not conclusive")
