@@ -196,10 +196,12 @@ def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineSc
     if res["overruled"]:
         best_f = next(s for s in rank_candidates(scores, tree_fam) if s.family == tree_fam)
         top = next(s for s in scores if s.label == p["label"])
+        hedge = "At the estimates (not conclusive), these" if head else "These"
+        bound = ", its capacity only a lower bound" if ev.get(best_f.label, {}).get("lower_bound") else ""
         out.append(
-            f"These measurements overrule the tree's {tree_name} verdict: `{p['label']}` scores "
+            f"{hedge} measurements overrule the tree's {tree_name} verdict: `{p['label']}` scores "
             f"{top.total:.3f} against {best_f.total:.3f} for `{best_f.label}`, "
-            f"the best {tree_name} configuration."
+            f"the best {tree_name} configuration{bound}."
         )
     if p["gpus"] is not None and (p["demand_output_tok_s"] is not None or p["demand_concurrency"] is not None):
         demand = (

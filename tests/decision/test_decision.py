@@ -343,7 +343,7 @@ def test_a_rate_capacity_without_peak_traffic_is_worded_as_a_request_rate():
     assert "None" not in text
 
 
-def test_capacities_within_the_sla_are_not_warned_as_missing_it_when_every_grid_point_is_past_it():
+def test_capacities_within_the_sla_are_not_warned_as_missing_it_and_an_overrule_on_estimates_says_so():
     from helpers.core.config import load_config
     from helpers.core.paths import REPORTS_DIR
     from helpers.run.reader import engine_results
@@ -355,3 +355,6 @@ def test_capacities_within_the_sla_are_not_warned_as_missing_it_when_every_grid_
     assert measured and all(s.sla_share == 0 for s in measured)  # the grid's share: no point within the SLA
     assert not any("No measured configuration meets" in w for w in d.warnings), d.warnings
     assert d.verdict.verdict == "not_conclusive" and d.sentences[0].startswith("Not conclusive")
+    # the tree's vLLM is overruled on estimates, and vLLM's own capacity is only a lower bound: both said
+    assert d.overruled and d.sentences[3].startswith("At the estimates (not conclusive), these measurements overrule")
+    assert d.sentences[3].endswith("the best vLLM configuration, its capacity only a lower bound.")
