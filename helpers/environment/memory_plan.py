@@ -18,8 +18,9 @@ What fills a GPU that an engine has been given ``memory_fraction`` of:
 GPU that must hold weights, overhead and KV; ``static`` (SGLang, ``--mem-fraction-static``) a share of the
 whole GPU for weights and KV only, with the runtime reserve: KV = fraction × GPU − weights − reserve (its
 activations and CUDA graphs live in the rest of the GPU); ``free`` (LMDeploy's TurboMind,
-``--cache-max-entry-count``) as a share of the memory free once the weights and the runtime reserve are
-taken: KV = fraction × (GPU − weights − reserve), and the activations come out of the rest.
+``--cache-max-entry-count``) as a share of the memory free once the weights, the runtime reserve and its
+prefill buffers (``prefill_buffers_gib``: allocated before it reads what is free) are taken: KV = fraction ×
+(GPU − weights − reserve − prefill buffers).
 
 Calibration: vLLM 0.26.0 on one H200 (143,771 MiB) at 0.92 logged 919,824 KV tokens for
 Llama-3.1-8B BF16 and 191,328 for Llama-3.3-70B FP8. After weights and the modelled activation
@@ -27,7 +28,9 @@ and logits terms, the remainder was 0.66 GiB (8B) and 1.06 GiB (70B); one shared
 puts both plans within 0.5% of the engine (see ``tests/environment/test_memory_plan.py``). SGLang 0.5.16 at
 0.92 logged 468,566 tokens (8B, H100), 197,381 (70B FP8, H200) and 14,620 (70B FP8, H100): the ``gpu`` reading
 put it 2-3% low on the first two and 43% low on the third, where the KV room is small; the ``static`` reading
-with the same 1.0 GiB reserve is within 0.5%, 0.5% and 3.2%.
+with the same 1.0 GiB reserve is within 0.5%, 0.5% and 3.2%. TurboMind (LMDeploy 0.18.0) at 0.8 logged a
+budget of 414,695 tokens (8B, H100) and 24,566 (70B FP8, H100): with its prefill buffers taken before the ratio
+the plan is within 0.6% and 0.5%; without them it was 0.65% and 17% high.
 """
 
 from __future__ import annotations
@@ -158,12 +161,28 @@ def _resolve_gpu(gpu: GpuSpec | float | int | str) -> tuple[str, float]:
     return f"{gpu:g} GiB GPU", float(gpu)
 
 
+TURBOMIND_PREFILL_TOKENS = 8192
+"""LMDeploy 0.18.0's ``max_prefill_token_num`` default: the tokens TurboMind sizes its forward buffers for."""
+
+
+def prefill_buffers_gib(s: ModelShape, ov: OverheadModel, tp: int) -> float:
+    """The forward buffers TurboMind allocates before it reads the free memory, in GiB on one GPU.
+
+    The MLP's live tensors (``2·hidden + 3·intermediate/TP`` values a token, as in ``OverheadModel``) for
+    ``max_batched_tokens`` tokens, else ``TURBOMIND_PREFILL_TOKENS``. It doubles from the 8B to the 70B shape:
+    without it the plan was 0.65% (8B) and 17% (70B FP8) above TurboMind's logged budget on an H100.
+    """
+    tokens = ov.max_batched_tokens or TURBOMIND_PREFILL_TOKENS
+    return tokens * (2 * s.hidden_size + 3 * s.intermediate_size / tp) * ov.activation_bytes / GIB
+
+
 def _overhead_and_kv(
     s: ModelShape, ov: OverheadModel, tp: int, mem_gib: float, gpu_name: str, w: float, fraction: float, share: str
 ) -> tuple[float, float]:
     """(overhead, KV) GiB on one GPU holding ``w`` GiB of weights, ``fraction`` read as ``share`` (module doc)."""
-    if share == "free":  # the cache takes its share first; activations and logits live in the rest
-        return ov.runtime_reserve_gib, max(0.0, (mem_gib - w - ov.runtime_reserve_gib) * fraction)
+    if share == "free":  # prefill buffers are taken with the weights; the cache takes its share of the rest
+        o = ov.runtime_reserve_gib + prefill_buffers_gib(s, ov, tp)
+        return o, max(0.0, (mem_gib - w - o) * fraction)
     if share == "static":  # weights and KV inside the fraction; activations and graphs outside it
         return ov.runtime_reserve_gib, max(0.0, mem_gib * fraction - w - ov.runtime_reserve_gib)
     o = sum(ov.parts_gib(s, tp, mem_gib, gpu_name).values())
