@@ -167,21 +167,26 @@ def run_gpu_spec(ctx: Context) -> GpuSpec | None:
 
 
 def engines_table(
-    results: list[EngineResult], plan: MemoryPlanRecord | None = None, notes: dict[str, str] | None = None
+    results: list[EngineResult],
+    plan: MemoryPlanRecord | None = None,
+    notes: dict[str, str] | None = None,
+    env: EnvironmentRecord | None = None,
 ) -> pd.DataFrame:
     """One row per engine configuration: status, reason, version, cold start, KV capacity, tuned config.
 
     The predicted KV capacity is step 4's (``MemoryPlanRecord``), beside what the engine logged at start;
-    ``notes`` are the configurations' own ``note`` (why they are set up as they are), by label.
+    ``notes`` are the configurations' own ``note`` (why they are set up as they are), by label. A result
+    without a version (rebuilt from its points after a cut run) shows the one step 4 found (``env``), said so.
     """
     rows = []
     notes = notes or {}
+    found = {e.label: e.version for e in (env.engines or []) if e.version} if env is not None else {}
     for r in results:
         rows.append(
             {
                 "engine config": r.label,
                 "engine": r.engine,
-                "version": r.version,
+                "version": r.version or (f"{found[r.label]} (step 4)" if r.label in found else None),
                 "status": r.status,
                 "reason": r.reason or "",
                 "cold start s": r.cold_start_s,
@@ -209,7 +214,8 @@ def show(ctx: Context, results: list[EngineResult]) -> None:
     if note:
         say(note, "warn")
     notes = {e.label: e.note for e in ctx.cfg.engines if e.note}
-    show_table(engines_table(results, ctx.folder.load(MemoryPlanRecord), notes), "Engine configurations")
+    plan, env = ctx.folder.load(MemoryPlanRecord), ctx.folder.load(EnvironmentRecord)
+    show_table(engines_table(results, plan, notes, env), "Engine configurations")
     for r in results:
         if r.status != "ok" and r.log_tail:
             say(f"{r.label}: {r.reason}", "warn")

@@ -87,3 +87,24 @@ def test_a_quality_gate_that_measured_nothing_names_no_reference(shown):
     assert real is not None and real.measured
     show_quality(real)
     assert f"each configuration against `{real.reference}`" in "".join(shown)
+
+
+def test_a_result_rebuilt_without_a_version_shows_the_one_step_4_found_said_so():
+    """The 70B H100 run: TurboMind's and vLLM's results were rebuilt from their points after cut calls."""
+    from helpers.benchmark.view import engines_table
+    from helpers.core.paths import REPORTS_DIR
+    from helpers.environment.records import EnvironmentRecord, MemoryPlanRecord
+    from helpers.run.folder import RunFolder
+
+    folder = RunFolder(REPORTS_DIR / "h100-20261206-chat-70b-fp8")
+    results = folder.engine_results()
+    assert {r.label: r.version for r in results}["vLLM 0.26.0"] is None
+    df = engines_table(results, folder.load(MemoryPlanRecord), None, folder.load(EnvironmentRecord))
+    versions = dict(zip(df["engine config"], df["version"], strict=True))
+    assert versions == {
+        "LMDeploy 0.18.0 (TurboMind)": "0.18.0 (step 4)",
+        "vLLM 0.26.0": "0.26.0 (step 4)",
+        "SGLang 0.5.16": "0.5.16",
+    }
+    bare = engines_table(results)["version"]  # without step 4: as recorded, missing where the record has none
+    assert [None if v != v else v for v in bare] == [r.version for r in results]
