@@ -155,6 +155,23 @@ def _named(row: dict[str, Any]) -> str:
     return f"`{row['label']}`" if name.lower() in row["label"].lower() else f"`{row['label']}` ({name})"
 
 
+def _overrule(label: str, scores: list[EngineScore], tree_fam: str, ev: dict[str, dict], conclusive: bool) -> str:
+    """The sentence that says the measurements overrule the tree.
+
+    On estimates when the verdict is not conclusive; the tree's engine's capacity said to be a lower bound
+    where it is one.
+    """
+    tree_name = DISPLAY[tree_fam]
+    best_f = next(s for s in rank_candidates(scores, tree_fam) if s.family == tree_fam)
+    top = next(s for s in scores if s.label == label)
+    hedge = "These" if conclusive else "At the estimates (not conclusive), these"
+    bound = ", its capacity only a lower bound" if ev.get(best_f.label, {}).get("lower_bound") else ""
+    return (
+        f"{hedge} measurements overrule the tree's {tree_name} verdict: `{label}` scores {top.total:.3f} against "
+        f"{best_f.total:.3f} for `{best_f.label}`, the best {tree_name} configuration{bound}."
+    )
+
+
 def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineScore]) -> list[str]:
     """Write the four-sentence answer: conclusion, 2-3 sentences of derivation, one of cost/boundary."""
     end = next(s for s in steps if s.step == res["tree_end_step"])
@@ -194,15 +211,7 @@ def _sentences(res: dict[str, Any], steps: list[TreeStep], scores: list[EngineSc
         )
     out.append(meas + ".")
     if res["overruled"]:
-        best_f = next(s for s in rank_candidates(scores, tree_fam) if s.family == tree_fam)
-        top = next(s for s in scores if s.label == p["label"])
-        hedge = "At the estimates (not conclusive), these" if head else "These"
-        bound = ", its capacity only a lower bound" if ev.get(best_f.label, {}).get("lower_bound") else ""
-        out.append(
-            f"{hedge} measurements overrule the tree's {tree_name} verdict: `{p['label']}` scores "
-            f"{top.total:.3f} against {best_f.total:.3f} for `{best_f.label}`, "
-            f"the best {tree_name} configuration{bound}."
-        )
+        out.append(_overrule(p["label"], scores, tree_fam, ev, conclusive=not head))
     if p["gpus"] is not None and (p["demand_output_tok_s"] is not None or p["demand_concurrency"] is not None):
         demand = (
             f"{_f('demand_output_tok_s', p['demand_output_tok_s'])} output tok/s"
