@@ -84,12 +84,15 @@ class OverheadModel(_Strict):
         big = gpu_memory_gib >= 70 and "a100" not in gpu_name.lower()
         return self.max_batched_tokens or (8192 if big else 2048), self.max_num_seqs or (1024 if big else 256)
 
+    def activation_gib(self, s: ModelShape, tp: int, tokens: int) -> float:
+        """The MLP's live tensors of one forward pass over ``tokens`` tokens on one GPU, in GiB."""
+        return tokens * (2 * s.hidden_size + 3 * s.intermediate_size / tp) * self.activation_bytes / GIB
+
     def parts_gib(self, s: ModelShape, tp: int, gpu_memory_gib: float, gpu_name: str = "") -> dict[str, float]:
         """Activation peak, sampler logits and runtime reserve on one GPU, in GiB."""
         tokens, seqs = self.batch_limits(gpu_memory_gib, gpu_name)
-        per_token = 2 * s.hidden_size + 3 * s.intermediate_size / tp
         return {
-            "activation": tokens * per_token * self.activation_bytes / GIB,
+            "activation": self.activation_gib(s, tp, tokens),
             "logits": min(seqs, tokens) * s.vocab_size * 4 / GIB,
             "reserve": self.runtime_reserve_gib,
         }
@@ -168,12 +171,11 @@ TURBOMIND_PREFILL_TOKENS = 8192
 def prefill_buffers_gib(s: ModelShape, ov: OverheadModel, tp: int) -> float:
     """The forward buffers TurboMind allocates before it reads the free memory, in GiB on one GPU.
 
-    The MLP's live tensors (``2·hidden + 3·intermediate/TP`` values a token, as in ``OverheadModel``) for
-    ``max_batched_tokens`` tokens, else ``TURBOMIND_PREFILL_TOKENS``. It doubles from the 8B to the 70B shape:
-    without it the plan was 0.65% (8B) and 17% (70B FP8) above TurboMind's logged budget on an H100.
+    The MLP's live tensors (``OverheadModel.activation_gib``) for ``max_batched_tokens`` tokens, else
+    ``TURBOMIND_PREFILL_TOKENS``. It doubles from the 8B to the 70B shape: without it the plan was 0.65% (8B)
+    and 17% (70B FP8) above TurboMind's logged budget on an H100.
     """
-    tokens = ov.max_batched_tokens or TURBOMIND_PREFILL_TOKENS
-    return tokens * (2 * s.hidden_size + 3 * s.intermediate_size / tp) * ov.activation_bytes / GIB
+    return ov.activation_gib(s, tp, ov.max_batched_tokens or TURBOMIND_PREFILL_TOKENS)
 
 
 def _overhead_and_kv(
