@@ -180,13 +180,13 @@ def engines_table(
     """
     rows = []
     notes = notes or {}
-    found = {e.label: e.version for e in (env.engines or []) if e.version} if env is not None else {}
     for r in results:
+        found = env.version_of(r.label) if env is not None and not r.version else None
         rows.append(
             {
                 "engine config": r.label,
                 "engine": r.engine,
-                "version": r.version or (f"{found[r.label]} (step 4)" if r.label in found else None),
+                "version": r.version or (f"{found} (step 4)" if found else None),
                 "status": r.status,
                 "reason": r.reason or "",
                 "cold start s": r.cold_start_s,

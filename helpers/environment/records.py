@@ -37,6 +37,11 @@ class EnvironmentRecord(Artifact):
     hardware: Inventory | None = None
     engines: list[EngineEnvironment] | None = None
 
+    def version_of(self, label: str) -> str | None:
+        """The engine version step 4 found for the configuration ``label`` (None when it found none)."""
+        found = next((e.version for e in (self.engines or []) if e.label == label), None)
+        return str(found) if found else None
+
 
 class KvPrediction(BaseModel):
     """The KV-cache capacity the memory plan predicts for one engine configuration."""

@@ -74,8 +74,8 @@ def _version(result: EngineResult, env: EnvironmentRecord | None) -> tuple[str |
     """The engine version of ``result``, else the one step 4 found for its configuration, with where it is from."""
     if result.version:
         return result.version, "engine result"
-    found = next((e.version for e in (env.engines or []) if e.label == result.label), None) if env else None
-    return (str(found), "step 4 engine environment") if found else (None, "")
+    found = env.version_of(result.label) if env else None
+    return (found, "step 4 engine environment") if found else (None, "")
 
 
 def _gate(quality: QualityGate | None, label: str) -> str | None:
