@@ -72,6 +72,12 @@ def _stat(metrics: dict[str, Any], name: str, key: str) -> float | None:
     return (dist.get("percentiles") or {}).get(key)
 
 
+def _list_mean(rows: list[dict[str, Any]], key: str) -> float | None:
+    """The mean of one per-request field over the requests that have it."""
+    values = [float(r[key]) for r in rows if r.get(key) is not None]
+    return sum(values) / len(values) if values else None
+
+
 def _backend_spec(base_url: str, served_model: str, api_key: str | None, timeout_s: float) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "kind": "openai_http",
@@ -98,6 +104,14 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
     first, last = sched.get("request_start_time"), sched.get("request_end_time")
     span = float(last - first) if first and last and last > first else None
     successful = data.get("requests", {}).get("successful") or []
+    requests = int(totals.get("successful") or 0)
+    input_mean, output_mean = _stat(m, "prompt_token_count", "mean"), _stat(m, "output_token_count", "mean")
+    if len(successful) > requests:
+        # guidellm's totals are over its measurement window (first send to the finish that met the request cap,
+        # the cap reached in the order its messages arrived): on a busy client a request sent late can fall
+        # outside it although it finished. What the engine served counts (a static wave lost one of its four).
+        requests = len(successful)
+        input_mean, output_mean = _list_mean(successful, "prompt_tokens"), _list_mean(successful, "output_tokens")
     ttfts = [float(r["time_to_first_token_ms"]) for r in successful if r.get("time_to_first_token_ms") is not None]
     first_error = None
     for r in data.get("requests", {}).get("errored") or []:
@@ -106,7 +120,7 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
             first_error = str(msg)[:max_error_chars]
             break
     return LoadResult(
-        requests=int(totals.get("successful") or 0),
+        requests=requests,
         errors=int(totals.get("errored") or 0),
         incomplete=int(totals.get("incomplete") or 0),
         duration_s=duration,
@@ -114,8 +128,8 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
         output_tok_s=float(_stat(m, "output_tokens_per_second", "mean") or 0.0),
         total_tok_s=float(_stat(m, "tokens_per_second", "mean") or 0.0),
         req_s=float(_stat(m, "requests_per_second", "mean") or 0.0),
-        input_tokens_mean=_stat(m, "prompt_token_count", "mean"),
-        output_tokens_mean=_stat(m, "output_token_count", "mean"),
+        input_tokens_mean=input_mean,
+        output_tokens_mean=output_mean,
         ttft_ms={k: _stat(m, "time_to_first_token_ms", k) for k in ("p50", "p95", "p99")},
         itl_ms={k: _stat(m, "inter_token_latency_ms", k) for k in ("p50", "p95")},
         e2e_ms={k: (v * 1000 if (v := _stat(m, "request_latency", k)) is not None else None) for k in ("p50", "p95")},

@@ -27,3 +27,40 @@ def test_requests_ask_for_final_usage_but_not_per_chunk_usage(tmp_path):
     assert page["fake:streamed_requests_total"] >= 6
     assert page["fake:include_usage_requests_total"] == page["fake:streamed_requests_total"]
     assert page["fake:continuous_usage_requests_total"] == 0
+
+
+class _Dump:
+    """A guidellm benchmark as ``summarize`` reads it (``model_dump``), from a real one's dump."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def model_dump(self, mode="json"):
+        return self.data
+
+
+def test_a_request_outside_guidellms_window_still_counts(tmp_path, monkeypatch):
+    """A static wave of 4 once read 11 of 12: guidellm's windowed totals missed a request that the engine served."""
+    import copy
+
+    import helpers.measure.loadgen as loadgen
+
+    dumps = []
+    real = loadgen.summarize
+    monkeypatch.setattr(loadgen, "summarize", lambda bench: dumps.append(bench.model_dump(mode="json")) or real(bench))
+    model_dir = MODELS_DIR / "tiny-llama"
+    shapes = [*fixed_shapes(2, 16, 4), *fixed_shapes(2, 16, 12)]
+    dataset = write_dataset(shapes, model_dir, tmp_path / "prompts.jsonl", seed=1)
+    with fake_server(tmp_path) as url:
+        r = asyncio.run(run_point(url, "tiny-llama", model_dir, dataset, concurrency=4, max_requests=4, max_seconds=60))
+    assert r.requests == 4 and r.output_tokens_mean == 8
+    # the same benchmark, its totals windowed as on the busy machine: the last-started request left out
+    lost = copy.deepcopy(dumps[-1])
+    lost["metrics"]["request_totals"]["successful"] = 3
+    for name in ("output_token_count", "prompt_token_count"):
+        lost["metrics"][name]["successful"]["mean"] = 999.0
+    again = real(_Dump(lost))
+    assert again.requests == 4
+    assert again.output_tokens_mean == 8 and again.input_tokens_mean == r.input_tokens_mean
+    # with the totals intact nothing is recounted
+    assert real(_Dump(dumps[-1])).output_tokens_mean == r.output_tokens_mean
