@@ -107,9 +107,9 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
     requests = int(totals.get("successful") or 0)
     input_mean, output_mean = _stat(m, "prompt_token_count", "mean"), _stat(m, "output_token_count", "mean")
     if len(successful) > requests:
-        # guidellm's totals are over its measurement window (first send to the finish that met the request cap,
-        # the cap reached in the order its messages arrived): on a busy client a request sent late can fall
-        # outside it although it finished. What the engine served counts (a static wave lost one of its four).
+        # guidellm's totals count the requests inside its measurement window, which ends at the finish that met
+        # the request cap (in the order its messages arrived): a request sent late by a busy client can fall
+        # outside it although it finished. What the engine served counts, here as in the per-request figures.
         requests = len(successful)
         input_mean, output_mean = _list_mean(successful, "prompt_tokens"), _list_mean(successful, "output_tokens")
     ttfts = [float(r["time_to_first_token_ms"]) for r in successful if r.get("time_to_first_token_ms") is not None]
