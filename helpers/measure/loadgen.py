@@ -72,12 +72,6 @@ def _stat(metrics: dict[str, Any], name: str, key: str) -> float | None:
     return (dist.get("percentiles") or {}).get(key)
 
 
-def _list_mean(rows: list[dict[str, Any]], key: str) -> float | None:
-    """The mean of one per-request field over the requests that have it."""
-    values = [float(r[key]) for r in rows if r.get(key) is not None]
-    return sum(values) / len(values) if values else None
-
-
 def _backend_spec(base_url: str, served_model: str, api_key: str | None, timeout_s: float) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "kind": "openai_http",
@@ -111,7 +105,8 @@ def summarize(bench: Any, max_error_chars: int = 300) -> LoadResult:
         # the request cap (in the order its messages arrived): a request sent late by a busy client can fall
         # outside it although it finished. What the engine served counts, here as in the per-request figures.
         requests = len(successful)
-        input_mean, output_mean = _list_mean(successful, "prompt_tokens"), _list_mean(successful, "output_tokens")
+        means = [[float(r[k]) for r in successful if r.get(k) is not None] for k in ("prompt_tokens", "output_tokens")]
+        input_mean, output_mean = (float(np.mean(v)) if v else None for v in means)
     ttfts = [float(r["time_to_first_token_ms"]) for r in successful if r.get("time_to_first_token_ms") is not None]
     first_error = None
     for r in data.get("requests", {}).get("errored") or []:
