@@ -33,7 +33,9 @@ class PathStep(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    number: int = Field(ge=1, description="Probes measured so far, this one included.")
+    number: int = Field(
+        ge=1, description="Probes measured so far, this one included (one measured again on its stream counts again)."
+    )
     stream: str = Field(description="The probe's stream (p0, p1, … coarse; eN-lo / eN-hi edge round N).")
     load: float = Field(gt=0, description="Its offered rate (req/s) or streams.")
     seconds: float = Field(ge=0, description="Engine-seconds the probe took, start to end.")
@@ -105,8 +107,8 @@ def search_path(run_dir: Path, label: str, target_rel: float = 0.05) -> list[Pat
     total = 0.0
     for stream, seconds in _timed_streams(progress, label):
         if stream not in probes:
-            continue  # measured again later (interference) or cut: the kept probe counts where it was measured
-        total += seconds
+            continue  # its point was not kept (nothing to estimate from)
+        total += seconds  # a probe measured again after interference costs both times, and counts its kept reading
         seen[stream] = probes[stream]
         est = estimate_capacity(readings_of(list(seen.values())), target_rel=target_rel)
         steps.append(
