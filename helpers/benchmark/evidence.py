@@ -18,7 +18,7 @@ from collections.abc import Awaitable
 from helpers.benchmark.boundary import Reading
 from helpers.benchmark.capacity import Measurement, Probe, judge, measurement_from_load
 from helpers.benchmark.edge_search import Ask, EdgeSearch, edge_rounds_done, is_coarse_stream
-from helpers.benchmark.judged import grid_readings, load_of, measurement_of, sustained_view
+from helpers.benchmark.judged import grid_readings, load_of, rejudged, sustained_view
 from helpers.benchmark.loads import fixed_concurrency, load_axis
 from helpers.benchmark.probe import too_long_to_read
 from helpers.benchmark.probe_size import LATENCY_SPANS, probe_requests, sized_requests
@@ -304,16 +304,11 @@ def rejudged_capacity(result: EngineResult, session: EngineSession) -> CapacityS
     counts, and so do the trials of runs made before the edge rounds existed (each was a probe at its load);
     probes marked superseded (measured again under interference) stay out.
     """
-    s, limits = session.cfg.evidence.search, session.cfg.sla
+    s = session.cfg.evidence.search
     stored = [p for p in result.points if p.phase in ("search", "trial")]
     if not stored:
         return None
-    probes = []
-    for p in stored:
-        old = p.probe or {}
-        probe = judge(measurement_of(p, s.axis), limits, s.min_sustained_ratio, s.max_client_lag_ms)
-        stream = old.get("stream") or (f"trial-{p.trial}" if p.phase == "trial" else None)
-        probes.append(probe.model_copy(update={"stream": stream, "superseded": bool(old.get("superseded"))}))
+    probes = [rejudged(p, session.cfg) for p in stored]
     machine = _edge_search(session, probes[0].load, {}, grid_readings(result, session.cfg))
     machine.probes = probes
     summary = summary_of(machine, session.cfg, note_prefix="re-judged from the stored probes: ")

@@ -106,15 +106,23 @@ def kept_up(point: Point) -> bool:
     return probe.sustained and probe.errors_ok
 
 
-def stored_probe(point: Point, cfg: PlaybookConfig) -> Probe:
-    """A stored probe as judged when it ran (with its margins), or judged again from its figures when it has none."""
-    if point.probe and "margins" in point.probe:
-        return Probe.model_validate(point.probe)
+def rejudged(point: Point, cfg: PlaybookConfig) -> Probe:
+    """A stored probe or trial judged again from its figures with today's rules, keeping its stream and mark.
+
+    Its stream is the one it ran on (a trial of an older run: ``trial-<k>``); ``superseded`` is kept.
+    """
     s = cfg.evidence.search
     old = point.probe or {}
     probe = judge(measurement_of(point, s.axis), cfg.sla, s.min_sustained_ratio, s.max_client_lag_ms)
     stream = old.get("stream") or (f"trial-{point.trial}" if point.phase == "trial" else None)
     return probe.model_copy(update={"stream": stream, "superseded": bool(old.get("superseded"))})
+
+
+def stored_probe(point: Point, cfg: PlaybookConfig) -> Probe:
+    """A stored probe as judged when it ran (with its margins), or judged again from its figures when it has none."""
+    if point.probe and "margins" in point.probe:
+        return Probe.model_validate(point.probe)
+    return rejudged(point, cfg)
 
 
 def point_readings(result: EngineResult, cfg: PlaybookConfig) -> list[Reading]:

@@ -18,11 +18,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.benchmark.boundary import estimate_capacity, readings_of
-from helpers.benchmark.judged import measurement_of
-from helpers.benchmark.probe import Probe, judge
+from helpers.benchmark.judged import rejudged
+from helpers.benchmark.probe import Probe
 from helpers.core.config import load_config
 from helpers.core.errors import PlaybookError
-from helpers.run.records import load_point
+from helpers.run.records import load_point, point_path
 
 _PROBE_NOTE = re.compile(r": capacity probe [\d.,]+ \((?P<stream>[^)]+)\) → ")
 """The note step 5 writes when a probe ends (``evidence.search``): '<label>: capacity probe 37.44 (e2-hi) → pass: …'."""
@@ -76,15 +76,14 @@ def _judged(run_dir: Path, points: Path) -> dict[str, Probe]:
     if not files:
         return {}
     cfg = load_config(run_dir / "config.yaml")
-    s = cfg.evidence.search
     probes: dict[str, Probe] = {}
     for f in files:
         point = load_point(f)
-        stream = (point.probe or {}).get("stream") if point else None
-        if point is None or not stream or point.probe.get("superseded"):
+        if point is None or not point.probe:
             continue
-        probe = judge(measurement_of(point, s.axis), cfg.sla, s.min_sustained_ratio, s.max_client_lag_ms)
-        probes[stream] = probe.model_copy(update={"stream": stream})
+        probe = rejudged(point, cfg)
+        if probe.stream and not probe.superseded:
+            probes[probe.stream] = probe
     return probes
 
 
@@ -96,7 +95,7 @@ def search_path(run_dir: Path, label: str, target_rel: float = 0.05) -> list[Pat
     Raises ``PlaybookError`` naming the file when the run folder has no progress log or no probe of ``label``.
     """
     progress = run_dir / "logs" / "progress.jsonl"
-    points = run_dir / "points" / label.replace(" ", "-")
+    points = point_path(run_dir, label, "search", 0).parent
     if not progress.is_file():
         raise PlaybookError(f"{progress}: no progress log, so the order of the probes is unknown")
     probes = _judged(run_dir, points)

@@ -7,7 +7,6 @@ probe once and in order, and its script must name a bad argument.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -17,13 +16,14 @@ import pytest
 from helpers.benchmark.search_path import first_conclusive, search_path
 from helpers.core.errors import PlaybookError
 from helpers.core.paths import REPO_ROOT, REPORTS_DIR
+from helpers.run.records import load_engine_result
 
 RUN = REPORTS_DIR / "h100-20261206-chat-8b-edge"
 
 
 def stored_estimate(label: str) -> dict:
     """The capacity estimate the run saved for ``label``."""
-    return json.loads((RUN / "engines" / f"{label.replace(' ', '-')}.json").read_text())["capacity"]["estimate"]
+    return load_engine_result(RUN, label).capacity.estimate.model_dump()
 
 
 @pytest.mark.parametrize("label", ["vLLM 0.26.0", "SGLang 0.5.16"])
