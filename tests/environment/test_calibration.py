@@ -41,7 +41,12 @@ def test_every_archived_measured_capacity_is_a_row(calibrated):
 def test_only_the_runs_whose_probes_kept_their_request_times_count_as_the_current_test(calibrated):
     rows, _ = calibrated
     current = {(r.run, r.engine) for r in rows if r.current_test}
-    runs = ("h100-20261205-chat-8b-paired", "h100-20261205-chat-8b-late", "h100-20261206-chat-8b-edge")
+    runs = (
+        "h100-20261205-chat-8b-paired",
+        "h100-20261205-chat-8b-late",
+        "h100-20261206-chat-8b-edge",
+        "h200-20261207-chat-8b-pair",
+    )
     turbomind = "h100-20261206-chat-8b-turbomind"
     assert current == {(run, engine) for run in runs for engine in ("vllm", "sglang")} | {
         (turbomind, "vllm"),
@@ -58,7 +63,7 @@ def test_only_the_runs_whose_probes_kept_their_request_times_count_as_the_curren
 
 def test_the_factor_comes_from_the_current_test_where_an_engine_has_one(calibrated):
     rows, table = calibrated
-    for engine, n in (("vllm", 4), ("sglang", 5)):
+    for engine, n in (("vllm", 5), ("sglang", 6)):
         now = [1 / r.ratio for r in rows if r.current_test and r.engine == engine and r.interval != EVERY_LOAD_PASSED]
         f = table.engines[engine]
         assert f.runs == len(now) == n and f.factor == pytest.approx(statistics.median(now), abs=1e-4)
@@ -103,7 +108,7 @@ def test_a_run_rendered_again_is_not_predicted_from_its_own_measurement(calibrat
     assert table.without("h100-20261205-chat-9b-new") == table  # a run the table does not hold: unchanged
     left = table.without("h100-20261205-chat-8b-paired")
     v = left.engines["vllm"]
-    assert v.factor != table.engines["vllm"].factor and v.runs == 3  # the other current runs alone
+    assert v.factor != table.engines["vllm"].factor and v.runs == 4  # the other current runs alone
     assert v.basis.endswith("h100-20261205-chat-8b-paired's own measurement left out")
     assert all("h100-20261205-chat-8b-paired" not in m.runs for m in v.measurements)
     # a copied measurement is the copying run's own too; an engine with nothing left has no factor
