@@ -182,6 +182,7 @@ def calibration_rows(run_dirs: list[Path]) -> list[CalibrationRow]:
     table = engine_factors(rows, "", "")
     for row in rows:
         f = table.without(row.duplicate_of or row.run).engines.get(row.engine)
+        f = f.for_gpu(row.gpu) if f is not None else None
         row.loo_ratio = row.ratio * f.factor if f is not None and row.calibrates else None
     return rows
 
@@ -295,7 +296,13 @@ def markdown(rows: list[CalibrationRow], table: CalibrationTable) -> str:
             f"| {engine} | {shape} | {gpu} | {test} | {len(rs)} | {_span([r.ratio for r in rs])} | "
             f"{_span(loo_g) if loo_g else '—'} |"
         )
-    lines += [
+    lines += _factor_lines(table)
+    return "\n".join(lines)
+
+
+def _factor_lines(table: CalibrationTable) -> list[str]:
+    """The docs page's factor tables: per engine, then the factor each GPU's predictions get."""
+    lines = [
         "",
         "## Calibration factors (measured ÷ predicted, median per engine)",
         "",
@@ -310,10 +317,20 @@ def markdown(rows: list[CalibrationRow], table: CalibrationTable) -> str:
     lines += [
         "",
         "A prediction for an engine listed here is multiplied by its factor and says so (`calibration_basis` in",
-        "`prediction.json`, and `playbook predict`); other engines get the raw model.",
+        "`prediction.json`, and `playbook predict`); other engines get the raw model. On a GPU where the engine",
+        "has measurements judged by the current sustained test, the factor is the median of those alone (the",
+        "raw model's error differs by GPU):",
         "",
+        "| engine | GPU | factor used there | measurements |",
+        "|---|---|---|---|",
     ]
-    return "\n".join(lines)
+    for engine, f in table.engines.items():
+        for gpu in sorted({m.gpu for m in f.measurements}):
+            g = f.for_gpu(gpu)
+            own = "this GPU's own" if g is not f or f.gpus == [gpu] else "every GPU's (the rule above)"
+            lines.append(f"| {engine} | {gpu} | {g.factor:.3f} | {g.runs}, {own} |")
+    lines.append("")
+    return lines
 
 
 def _h200_goal(unique: list[CalibrationRow]) -> str:

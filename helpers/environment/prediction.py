@@ -23,8 +23,10 @@ The batching model (stated; every figure in ``prediction.json`` comes from it):
    holds, per engine, the median of measured ÷ predicted SLA capacity over the archived GPU runs that
    the current sustained test judged, where the engine has any, else over all of its archived runs
    (``helpers.environment.calibration``, ``docs/measurements/prediction-vs-measured.md``); a
-   prediction for that engine is multiplied by it and says so, basis and all. Engines without archived
-   runs get the raw figure.
+   prediction for that engine is multiplied by it and says so, basis and all. On a GPU where the engine
+   has measurements of its own that the current test judged, the median of those alone is used
+   (``CalibrationFactor.for_gpu``: the raw model's error differs by GPU). Engines without archived runs
+   get the raw figure.
 
 CPU engines get no prediction: there is no GPU model for a CPU engine (no datasheet bandwidth and
 FLOP/s of its cores here), and the record says so; step 5 measures them.
@@ -92,6 +94,28 @@ class CalibrationFactor(BaseModel):
     measurements: list[CalibrationMeasurement] = Field(
         default_factory=list, description="Every distinct measurement of the engine, those left out by the rule too."
     )
+
+    def for_gpu(self, gpu: str) -> CalibrationFactor:
+        """The factor a prediction on ``gpu`` uses: that GPU's own current-test measurements alone, where any.
+
+        The raw model's error differs by GPU (on the seed's 8B workload measured ÷ predicted was 0.60-0.64 on
+        the H100 and 0.50-0.53 on the H200, 2026-12-07): a GPU that has measurements judged by the current
+        sustained test is calibrated on those; any other GPU gets the engine's factor over every GPU.
+        """
+        own = [m for m in self.measurements if m.gpu == gpu and m.current_test]
+        if not own or self.gpus == [gpu]:
+            return self
+        g = factor_from(own)
+        if g is None:
+            return self
+        others = sorted({m.gpu for m in self.measurements if m.current_test and m.gpu != gpu})
+        left_out = self.basis[self.basis.rfind("; ") :] if "own measurement left out" in self.basis else ""
+        g.basis = (
+            f"measured on {gpu} only ({len(own)} measurement(s) judged by the current sustained test; "
+            f"{', '.join(others)} left out: the raw model's error differs by GPU){left_out}"
+        )
+        g.measurements = self.measurements
+        return g
 
 
 def factor_from(measurements: list[CalibrationMeasurement]) -> CalibrationFactor | None:
@@ -209,6 +233,8 @@ def _unavailable(spec: EngineSpec, reason: str, **kw) -> ConfigPrediction:
 def _calibrate(pred: ConfigPrediction, table: CalibrationTable | None, key: str) -> None:
     """Apply the factor of ``key`` (``EngineAdapter.calibration_key``) in ``table`` (None: raw); say which."""
     f = table.engines.get(key) if table is not None else None
+    if f is not None and pred.gpu:
+        f = f.for_gpu(pred.gpu)
     if f is None:
         pred.calibration_basis = (
             "raw model (calibration not applied)"

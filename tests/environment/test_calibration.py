@@ -68,6 +68,9 @@ def test_the_factor_comes_from_the_current_test_where_an_engine_has_one(calibrat
         f = table.engines[engine]
         assert f.runs == len(now) == n and f.factor == pytest.approx(statistics.median(now), abs=1e-4)
         assert f.basis.startswith("measurements judged by the current sustained test only")
+    v = table.engines["vllm"]
+    h200 = v.for_gpu("H200-SXM-141GB")  # a prediction on the H200 uses the H200's own current measurements
+    assert h200 is not v and h200.gpus == ["H200-SXM-141GB"] and h200.factor < v.factor
     lm = table.engines["lmdeploy-pytorch"]  # no current measurement: all of its (older) ones
     assert lm.basis == "all judged by older tests" and lm.runs == 1
 
@@ -76,14 +79,21 @@ def test_leave_one_out_uses_only_the_other_measurements(calibrated):
     rows, table = calibrated
     lm = next(r for r in rows if r.engine == "lmdeploy-pytorch")
     assert lm.loo_ratio is None and table.engines["lmdeploy-pytorch"].runs == 1
-    # an older row: the factor of the current measurements (the rule the next prediction follows)
+    # an older row: the factor of the current measurements on its own GPU (the rule the next prediction follows)
     v70 = next(r for r in rows if r.engine == "vllm" and "70b" in r.shape and r.gpu.startswith("H200"))
     now = [r for r in rows if r.engine == "vllm" and r.current_test and r.interval != EVERY_LOAD_PASSED]
-    factor = statistics.median(1 / r.ratio for r in now)
+    same_gpu = [r for r in now if r.gpu == v70.gpu]
+    assert same_gpu and len(same_gpu) < len(now)  # the H200's own, not the H100's
+    factor = statistics.median(1 / r.ratio for r in same_gpu)
     assert v70.loo_ratio == pytest.approx(v70.ratio * factor, rel=1e-3)  # factors kept to 4 decimals
-    # a current row: the other current ones alone
-    others = statistics.median(1 / r.ratio for r in now[1:])
-    assert now[0].loo_ratio == pytest.approx(now[0].ratio * others, rel=1e-3)
+    # a current row: the other current ones on its GPU alone
+    h100 = [r for r in now if r.gpu.startswith("H100")]
+    others = statistics.median(1 / r.ratio for r in h100[1:])
+    assert h100[0].loo_ratio == pytest.approx(h100[0].ratio * others, rel=1e-3)
+    # the only current one on its GPU: the other GPUs' current ones
+    (h200,) = same_gpu
+    rest = statistics.median(1 / r.ratio for r in now if r is not h200)
+    assert h200.loo_ratio == pytest.approx(h200.ratio * rest, rel=1e-3)
 
 
 def test_a_lower_bound_no_failing_load_reached_is_listed_and_calibrates_nothing(calibrated):

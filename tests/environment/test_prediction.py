@@ -8,7 +8,9 @@ from helpers.core.config import load_config
 from helpers.core.paths import PLAYBOOK_DIR
 from helpers.environment.prediction import (
     CalibrationFactor,
+    CalibrationMeasurement,
     CalibrationTable,
+    factor_from,
     load_calibration,
     predict_config,
     predict_run,
@@ -90,6 +92,44 @@ def test_a_calibration_factor_is_applied_per_engine_and_said():
     assert s.calibration_factor is None and "no archived measurement of sglang" in s.calibration_basis
     assert s.capacity_requests_per_s == s.sla_requests_per_s
     assert rec.batching_model.startswith("continuous batching") and rec.ttft_p95_ms == 2000
+
+
+def test_a_gpu_with_its_own_current_measurements_is_calibrated_on_those_alone():
+    """H200 predictions use the H200's current-test measurements; a GPU without any, every GPU's factor."""
+
+    def m(run, gpu, ratio, current=True):
+        return CalibrationMeasurement(runs=[run], label="vLLM", shape="s", gpu=gpu, ratio=ratio, current_test=current)
+
+    ms = [m("a", "H100-SXM5-80GB", 0.60), m("b", "H100-SXM5-80GB", 0.64), m("c", "H200-SXM-141GB", 0.50)]
+    ms.append(
+        m("old", "H200-SXM-141GB", 0.30, current=False)
+    )  # an older test's reading: never used while current exist
+    f = factor_from(ms)
+    assert f.factor == pytest.approx(0.60) and f.runs == 3  # the median over every GPU's current ones
+    h200 = f.for_gpu("H200-SXM-141GB")
+    assert h200.factor == 0.5 and h200.runs == 1 and h200.gpus == ["H200-SXM-141GB"]
+    assert h200.basis.startswith("measured on H200-SXM-141GB only") and "H100-SXM5-80GB left out" in h200.basis
+    assert f.for_gpu("H100-SXM5-80GB").factor == pytest.approx(0.62)
+    assert f.for_gpu("L40S") is f  # no measurement there: every GPU's
+    # only an older measurement on a GPU: the current ones elsewhere win
+    assert factor_from([m("a", "H100-SXM5-80GB", 0.6), m("old", "L40S", 0.3, False)]).for_gpu("L40S").factor == 0.6
+    # a run rendered again leaves its own out, and says so, before the GPU is chosen
+    left = CalibrationTable(as_of="x", source="t", engines={"vllm": f}).without("c").engines["vllm"]
+    assert left.for_gpu("H200-SXM-141GB").factor == pytest.approx(0.62)  # no other H200 one: every GPU's
+    both = factor_from([*ms, m("d", "H200-SXM-141GB", 0.54)])
+    again = CalibrationTable(as_of="x", source="t", engines={"vllm": both}).without("c").engines["vllm"]
+    one = again.for_gpu("H200-SXM-141GB")
+    assert one.factor == 0.54 and one.basis.endswith("; c's own measurement left out")
+
+    # in a prediction: the factor of the GPU predicted for, and the basis says which
+    cfg = cfg_of("h200-offline/chat-8b")
+    table = CalibrationTable(as_of="2026-12-07", source="test", engines={"vllm": f})
+    on_h200, on_h100 = (
+        predict_run(cfg, H200, "t", table).of("vLLM 0.26.0"),
+        predict_run(cfg, H100, "t", table).of("vLLM 0.26.0"),
+    )
+    assert on_h200.calibration_factor == 0.5 and "measured on H200-SXM-141GB only" in on_h200.calibration_basis
+    assert on_h100.calibration_factor == pytest.approx(0.62) and not any("not on" in n for n in on_h100.notes)
 
 
 def test_the_committed_calibration_covers_the_measured_engines():
