@@ -101,9 +101,8 @@ def test_a_gpu_with_its_own_current_measurements_is_calibrated_on_those_alone():
         return CalibrationMeasurement(runs=[run], label="vLLM", shape="s", gpu=gpu, ratio=ratio, current_test=current)
 
     ms = [m("a", "H100-SXM5-80GB", 0.60), m("b", "H100-SXM5-80GB", 0.64), m("c", "H200-SXM-141GB", 0.50)]
-    ms.append(
-        m("old", "H200-SXM-141GB", 0.30, current=False)
-    )  # an older test's reading: never used while current exist
+    # an older test's reading: never used while current ones exist
+    ms.append(m("old", "H200-SXM-141GB", 0.30, current=False))
     f = factor_from(ms)
     assert f.factor == pytest.approx(0.60) and f.runs == 3  # the median over every GPU's current ones
     h200 = f.for_gpu("H200-SXM-141GB")
