@@ -22,6 +22,7 @@ SLOW_FILES = {
     "tests/review/test_review_notebook.py",
     "tests/run/test_lock.py",
     "tests/run/test_processes.py",
+    "tests/run/test_time_limit_run.py",
     "tests/test_docs.py",
     "tests/tools/test_check.py",
     "tests/tools/test_check_run.py",

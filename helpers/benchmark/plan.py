@@ -9,17 +9,32 @@ seconds expected of each are priors from the config (``helpers.benchmark.priors`
 record files a complete configuration has (``planned_files``), which tells a resumed run what it may keep.
 
 ``step_progress`` hands the plan to ``helpers.benchmark.steps.StepProgress``, which writes it and the events
-of each unit to the run folder for the console's progress bar.
+of each unit to the run folder for the console's progress bar. ``least_seconds`` is the least a configuration
+can take (its fewest probes), which a run with a time limit (``helpers.run.time_limit``) asks before starting it.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from helpers.benchmark.phases import PHASES
 from helpers.benchmark.steps import StepProgress
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.run.progress import Unit
+from helpers.run.records import point_path
+
+UNIT_WORDS = {
+    "cold": "cold start(s)",
+    "sweep": "grid point(s)",
+    "probe": "capacity probe(s)",
+    "trial": "trial(s)",
+    "crosscheck": "cross-check rate(s)",
+}
+"""How ``least_seconds`` names the units it counts (other kinds by their own name)."""
+
+ASIDE_TAGS = ("-short-", "-interfered-")
+"""Stored probes measured again (``helpers.benchmark.evidence``): set aside, not one of the search's probes."""
 
 
 def engine_units(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path | None = None) -> list[Unit]:
@@ -40,3 +55,31 @@ def planned_files(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path) -> list[
 def step_progress(cfg: PlaybookConfig, run_dir: Path | None = None) -> StepProgress:
     """The progress events of step 5 with its plan (written into ``run_dir``; without one, nothing is written)."""
     return StepProgress(cfg, run_dir, plan_units(cfg, run_dir) if run_dir is not None else ())
+
+
+def least_seconds(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path) -> tuple[float, str]:
+    """The least expected seconds ``spec`` still needs in ``run_dir``, and what they are, in words.
+
+    Every planned unit at its expected seconds (``helpers.benchmark.priors``), except that a search counts
+    its fewest probes: one on each side of the edge and ``edge_rounds_min`` rounds of two, less the probes
+    already stored in the run folder; a grid point already stored counts nothing.
+    """
+    units = engine_units(spec, cfg, run_dir)
+    probes = [u for u in units if u.kind == "probe"]
+    search = cfg.evidence.search
+    stored = [
+        f for f in point_path(run_dir, spec.label, "search", 0).parent.glob("search-*.json")
+        if not any(t in f.name for t in ASIDE_TAGS)
+    ]  # fmt: skip
+    fewest = min(len(probes), 2 + 2 * search.edge_rounds_min) if probes else 0
+    todo = max(0, fewest - len(stored))
+    swept = {
+        int(f.stem.rsplit("-c", 1)[1]) for f in point_path(run_dir, spec.label, "sweep", 0).parent.glob("sweep-c*.json")
+    }
+    rest = [u for u in units if u.kind != "probe" and not (u.kind == "sweep" and int(u.key.rsplit("|", 1)[1]) in swept)]
+    seconds = sum(u.expected_s for u in rest) + todo * (probes[0].expected_s if probes else 0.0)
+    counts = Counter(u.kind for u in rest) + Counter({"probe": todo} if todo else {})
+    what = ", ".join(
+        "cold start" if (k, n) == ("cold", 1) else f"{n} {UNIT_WORDS.get(k, k)}" for k, n in counts.items()
+    )
+    return seconds, what or "nothing"

@@ -7,7 +7,8 @@ scraping ``/metrics`` and NVML, replay the trace or multi-turn sessions, search 
 run the engine's own client around it, optionally compare continuous with static batching, stop it, then
 optionally tune its batch size to the SLA. Every point is written to the run folder as soon as it finishes;
 a re-run with the same run folder resumes. A failing engine becomes a result row with the reason and its
-log tail, and the next engine still runs.
+log tail, and the next engine still runs. Under a time limit (``helpers.run.time_limit``) a configuration
+whose least expected time no longer fits is not started: the step stops there, resumable.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ import httpx
 
 from helpers.benchmark.evidence import rebuild_from_points, search_can_go_on
 from helpers.benchmark.phases import PHASES
-from helpers.benchmark.plan import planned_files, step_progress
+from helpers.benchmark.plan import least_seconds, planned_files, step_progress
 from helpers.benchmark.session import EngineSession, Progress
 from helpers.benchmark.steps import StepProgress
 from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import EngineError
 from helpers.run.records import EngineResult, load_engine_result, save_engine_result
 from helpers.run.rerender import measured_here
+from helpers.run.time_limit import seconds_left, stop_for_time
 
 
 class EngineRun:
@@ -56,8 +58,20 @@ class EngineRun:
             return None
         return prev if all(p.is_file() for p in planned_files(s.spec, s.cfg, s.run_dir)) else None
 
+    def _check_time(self) -> None:
+        """Under a time limit: raise ``TimeLimitReached`` (recorded) when this configuration cannot finish in time."""
+        left = seconds_left()
+        if left is None:
+            return
+        s = self.session
+        need, what = least_seconds(s.spec, s.cfg, s.run_dir)
+        if need > left:
+            stop = stop_for_time(s.run_dir, s.spec.label, need, left, what)
+            s.say(f"{s.spec.label}: {stop}; resume with the same --run-id")
+            raise stop
+
     async def run(self) -> EngineResult:
-        """The phases in order (``phases.PHASES``); never raises for engine trouble."""
+        """The phases in order (``phases.PHASES``); never raises for engine trouble (``TimeLimitReached`` before)."""
         s = self.session
         if not measured_here(s.spec.label):  # a re-render, or a configuration an earlier attempt measured
             s.steps.kept(s.spec.label)
@@ -67,6 +81,7 @@ class EngineRun:
             s.say(f"{s.spec.label}: every point already measured in this run folder, kept")
             s.steps.kept(s.spec.label)
             return stored
+        self._check_time()
         s.result.version = s.launcher.version(s.adapter, s.spec)
         try:
             for phase in (p for p in PHASES if p.on_engine):

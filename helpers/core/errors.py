@@ -21,3 +21,7 @@ class TraceError(PlaybookError):
 
 class BundleError(PlaybookError):
     """An offline install bundle that cannot be built or does not verify."""
+
+
+class TimeLimitReached(PlaybookError):
+    """A run stopped before an engine configuration it could not finish within its time limit; resumable."""

@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from helpers.core.errors import PlaybookError
+from helpers.core.errors import PlaybookError, TimeLimitReached
 from helpers.core.paths import REPORTS_DIR
 from helpers.launchers.config_check import load_config
 from helpers.model.random_weights import SHARD_BYTES, random_weights_dir, write_random_weights
@@ -46,6 +46,7 @@ def _run(args: argparse.Namespace) -> int:
         preflight=checked,
         from_points=args.from_points,  # the notebooks' kernels get FROM_POINTS_ENV: step 5 launches nothing
         overrides=args.overrides or (),
+        time_limit_s=args.time_limit,
     )
     print(report)
     return 0
@@ -141,6 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
         "a healthy archive is left as it was if a notebook fails",
     )
     r.add_argument(
+        "--time-limit",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="for a slot of fixed length: step 5 starts no engine configuration whose least expected time "
+        "(cold start, grid, its fewest probes) no longer fits in SECONDS from now, and the run stops there "
+        "(exit 75; resume with --run-id); one already started is not cut",
+    )
+    r.add_argument(
         "--no-check",
         action="store_true",
         help="skip the preflight check (playbook check) that runs first and stops the run on a whole-run ✗",
@@ -182,6 +191,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _positive_seconds(text: str) -> float:
+    """``--time-limit``'s value: seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds above 0")
+    return value
+
+
+STOPPED_FOR_TIME = 75
+"""``playbook run``'s exit status when it stopped for its time limit (EX_TEMPFAIL: run it again to go on)."""
+
+
 def _stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -192,11 +216,16 @@ def main(argv: list[str] | None = None) -> int:
     SIGTERM (``timeout``, a batch scheduler) stops it like Ctrl-C: papermill shuts the notebook's
     kernel down, and the engines it started go with it; measured points stay in the run folder, and
     the run lock is released on the way out (a ``kill -9`` leaves a lock the next run takes over).
+    A run that stopped for its ``--time-limit`` exits ``STOPPED_FOR_TIME`` (75), saying before which
+    configuration and why.
     """
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _stop)
     try:
         return args.func(args)
+    except TimeLimitReached as err:
+        print(f"playbook: {err}; points measured so far are kept (resume with --run-id)", file=sys.stderr)
+        return STOPPED_FOR_TIME
     except PlaybookError as err:
         print(f"playbook: error: {err}", file=sys.stderr)
         return 2

@@ -28,6 +28,7 @@ import yaml
 
 from helpers.core.atomic import write_json_atomic, write_text_atomic
 from helpers.core.config import PlaybookConfig, public_dict
+from helpers.core.errors import TimeLimitReached
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR, repo_relative
 from helpers.core.secrets import known_secrets, redact
 from helpers.core.text import slug
@@ -47,6 +48,7 @@ from helpers.run.rerender import (
     rerender_log_name,
     run_info,
 )
+from helpers.run.time_limit import DEADLINE_ENV, clear_stop, deadline_from, stopped
 from helpers.tools.engine_subset import config_file, select_engines, with_archived_engines
 from helpers.tools.kernel import RunKernel, kernel_manager_writing_to
 from helpers.tools.progress_console import watch_progress
@@ -187,6 +189,7 @@ def run_playbook(
     preflight: str | None = None,
     from_points: bool = False,
     overrides: list[str] | tuple[str, ...] = (),
+    time_limit_s: float | None = None,
 ) -> Path:
     """Run the whole playbook for ``config``; return the path of ``report.html``.
 
@@ -200,6 +203,8 @@ def run_playbook(
     nothing; on a healthy archive a failed notebook puts the folder back and raises ``RerenderError``
     (``helpers.run.rerender``), and ``run.json`` keeps the measuring run's ``notebook_seconds``.
     ``overrides``: ``KEY=VALUE`` changes to the config for this run (``helpers.core.config_overrides``).
+    ``time_limit_s``: step 5 starts no configuration whose least expected time no longer fits in that many
+    seconds from now; it stops there and ``TimeLimitReached`` is raised, nothing rendered (``helpers.run.time_limit``).
     """
     cfg = load_config(config, overrides)  # a bad config fails here, before anything is imported or started
     if engines:
@@ -208,7 +213,11 @@ def run_playbook(
     run_id = run_id or new_run_id(cfg.name)
     run_dir = (Path(reports_dir) / run_id).resolve()
     from_points = from_points or bool(os.environ.get(FROM_POINTS_ENV))
-    kernel_env = {FROM_POINTS_ENV: "1" if from_points else None, MEASURE_ONLY_ENV: None}
+    kernel_env = {
+        FROM_POINTS_ENV: "1" if from_points else None,
+        MEASURE_ONLY_ENV: None,
+        DEADLINE_ENV: deadline_from(time_limit_s),
+    }
     # RunLock: one run per run id; Watchdog: what the run starts does not outlive it, even a `kill -9` of it
     with RunLock(run_dir), Watchdog(run_dir):
         if engines:  # these are measured; the configurations earlier attempts archived are kept, and reported
@@ -245,6 +254,7 @@ def _run_locked(
     failures: dict[str, str] = {}
     timings: dict[str, float] = {}
     chosen = [nb for nb in notebooks() if not only or nb.stem in only or nb.name in only]
+    clear_stop(run_dir)
     with RunKernel(PLAYBOOK_DIR) as kernel:  # one kernel for the run's notebooks (helpers.tools.kernel)
         for nb in chosen:
             out = run_dir / "notebooks" / nb.name
@@ -258,10 +268,16 @@ def _run_locked(
             timings[nb.name] = round(time.monotonic() - t0, 1)
             _redact_file(out, secrets)
             _redact_file(log, secrets)
+            if err and stopped(run_dir):  # step 5 stopped for the time limit: no later step runs on half of it
+                print(f"[playbook] {nb.name} stopped: {stopped(run_dir)}", flush=True)
+                break
             if err:
                 failures[nb.name] = repo_relative(redact(err, secrets))
                 print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)
     redact_logs(run_dir, secrets)
+    why = stopped(run_dir)
+    if why is not None:
+        raise TimeLimitReached(why)
     guard.check(failures, list(timings))  # a guarded re-render stops here: the folder is put back
     earlier = guard.earlier if guard.earlier is not None else earlier_of_a_resume(run_dir, started)
     write_json_atomic(run_dir / RUN_FILE, run_info(run_id, failures, timings, earlier))

@@ -1,11 +1,12 @@
 """``playbook run`` through the real ``helpers.tools.cli.main``, whose step 5 runs in a kernel-like child.
 
-``python kernel_playbook.py REPORTS_DIR CONFIG RUN_ID [--no-kernel]``: each notebook is replaced by
+``python kernel_playbook.py REPORTS_DIR CONFIG RUN_ID [--no-kernel] [ARG...]``: each notebook is replaced by
 ``bench_once.py`` started the way jupyter_client starts a kernel (a session of its own, the run's
 pid in ``JPY_PARENT_PID``), so the process tree is the real one: ``playbook run`` (the lock, the
 watchdog) → kernel → the fake engine in its own session, and guidellm's worker processes in the
 kernel's group. The fake engine is registered here too, so that the config validates. With
 ``--no-kernel`` the notebooks do nothing: a run that only takes the lock (and cleans up after a dead one).
+Other ARGs go to ``playbook run``.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def main() -> int:
     runner.execute = _kernel_execute if "--no-kernel" not in sys.argv else lambda *_args, **_kw: None
     runner.render_report = lambda run_dir: Path(run_dir) / "report.html"  # not what these tests look at
     cli.run_playbook = functools.partial(runner.run_playbook, reports_dir=Path(reports))
-    return cli.main(["run", config, "--run-id", run_id, "--only", "03_benchmark", "--quiet"])
+    extra = [a for a in sys.argv[4:] if a != "--no-kernel"]  # e.g. --time-limit 30
+    return cli.main(["run", config, "--run-id", run_id, "--only", "03_benchmark", "--quiet", *extra])
 
 
 if __name__ == "__main__":
