@@ -21,6 +21,7 @@ from pathlib import Path
 from helpers.benchmark.phases import PHASES
 from helpers.benchmark.steps import StepProgress
 from helpers.core.config import EngineSpec, PlaybookConfig
+from helpers.run.folder import RunFolder
 from helpers.run.progress import Unit
 from helpers.run.records import point_path
 
@@ -32,9 +33,6 @@ UNIT_WORDS = {
     "crosscheck": "cross-check rate(s)",
 }
 """How ``least_seconds`` names the units it counts (other kinds by their own name)."""
-
-ASIDE_TAGS = ("-short-", "-interfered-")
-"""Stored probes measured again (``helpers.benchmark.evidence``): set aside, not one of the search's probes."""
 
 
 def engine_units(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path | None = None) -> list[Unit]:
@@ -67,16 +65,15 @@ def least_seconds(spec: EngineSpec, cfg: PlaybookConfig, run_dir: Path) -> tuple
     units = engine_units(spec, cfg, run_dir)
     probes = [u for u in units if u.kind == "probe"]
     search = cfg.evidence.search
-    stored = [
-        f for f in point_path(run_dir, spec.label, "search", 0).parent.glob("search-*.json")
-        if not any(t in f.name for t in ASIDE_TAGS)
-    ]  # fmt: skip
+    # a probe measured again (too short, or under interference) is stored aside as superseded: not one of them
+    stored = [p for p in RunFolder(run_dir).points(spec.label, "search") if not (p.probe or {}).get("superseded")]
     fewest = min(len(probes), 2 + 2 * search.edge_rounds_min) if probes else 0
     todo = max(0, fewest - len(stored))
-    swept = {
-        int(f.stem.rsplit("-c", 1)[1]) for f in point_path(run_dir, spec.label, "sweep", 0).parent.glob("sweep-c*.json")
-    }
-    rest = [u for u in units if u.kind != "probe" and not (u.kind == "sweep" and int(u.key.rsplit("|", 1)[1]) in swept)]
+
+    def swept(u: Unit) -> bool:
+        return u.kind == "sweep" and point_path(run_dir, spec.label, "sweep", int(u.key.rsplit("|", 1)[1])).is_file()
+
+    rest = [u for u in units if u.kind != "probe" and not swept(u)]
     seconds = sum(u.expected_s for u in rest) + todo * (probes[0].expected_s if probes else 0.0)
     counts = Counter(u.kind for u in rest) + Counter({"probe": todo} if todo else {})
     what = ", ".join(

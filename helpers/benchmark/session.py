@@ -39,6 +39,7 @@ from helpers.measure.loadgen import LoadResult, run_point, run_rate
 from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.measure.telemetry import GpuSampler, local_gpu_spec
 from helpers.measure.timing import request_times
+from helpers.run.folder import RunFolder
 from helpers.run.progress import Unit, started_note
 from helpers.run.records import (
     EngineResult,
@@ -191,9 +192,7 @@ class EngineSession:
 
     def stored_points(self, phase: str) -> list[Point]:
         """Every stored point of ``phase`` (e.g. the probes of an interrupted capacity search)."""
-        folder = self.run_dir / "points" / label_slug(self.spec.label)
-        found = (load_point(p) for p in sorted(folder.glob(f"{phase}-*.json")))
-        return [p for p in found if p is not None]
+        return RunFolder(self.run_dir).points(self.spec.label, phase)
 
     def save(self, point: Point, tag: str) -> None:
         """Write ``point`` now (before the next load starts)."""

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from helpers.core.atomic import write_text_atomic
 from helpers.core.errors import PlaybookError
-from helpers.run.records import Artifact, EngineResult, load_engine_results
+from helpers.run.records import Artifact, EngineResult, Point, load_engine_results, load_point, point_path
 
 A = TypeVar("A", bound=Artifact)
 
@@ -71,6 +71,12 @@ class RunFolder:
     def engine_results(self) -> list[EngineResult]:
         """Every engine configuration's result (status, points), in file-name order."""
         return load_engine_results(self.path)
+
+    def points(self, label: str, phase: str) -> list[Point]:
+        """Every readable stored point of ``phase`` of configuration ``label``, in file-name order."""
+        folder = point_path(self.path, label, phase, 0).parent
+        found = (load_point(p) for p in sorted(folder.glob(f"{phase}-*.json")))
+        return [p for p in found if p is not None]
 
     def write_json(self, name: str, data: object) -> Path:
         """Write plain data that is an export, not a record another step reads (e.g. a CSV's JSON twin)."""

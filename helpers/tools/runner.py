@@ -255,6 +255,7 @@ def _run_locked(
     timings: dict[str, float] = {}
     chosen = [nb for nb in notebooks() if not only or nb.stem in only or nb.name in only]
     clear_stop(run_dir)
+    why: str | None = None  # why step 5 stopped for the time limit, once it has
     with RunKernel(PLAYBOOK_DIR) as kernel:  # one kernel for the run's notebooks (helpers.tools.kernel)
         for nb in chosen:
             out = run_dir / "notebooks" / nb.name
@@ -268,14 +269,14 @@ def _run_locked(
             timings[nb.name] = round(time.monotonic() - t0, 1)
             _redact_file(out, secrets)
             _redact_file(log, secrets)
-            if err and stopped(run_dir):  # step 5 stopped for the time limit: no later step runs on half of it
-                print(f"[playbook] {nb.name} stopped: {stopped(run_dir)}", flush=True)
+            why = stopped(run_dir) if err else None
+            if why is not None:  # step 5 stopped for the time limit: no later step runs on half of it
+                print(f"[playbook] {nb.name} stopped: {why}", flush=True)
                 break
             if err:
                 failures[nb.name] = repo_relative(redact(err, secrets))
                 print(f"[playbook] {nb.name} failed: {failures[nb.name]}", flush=True)
     redact_logs(run_dir, secrets)
-    why = stopped(run_dir)
     if why is not None:
         raise TimeLimitReached(why)
     guard.check(failures, list(timings))  # a guarded re-render stops here: the folder is put back

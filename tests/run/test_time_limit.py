@@ -1,13 +1,14 @@
 """A run's time limit: the deadline its kernels read, the stop it records, and the least time an engine needs."""
 
 import json
+import shutil
 
 import pytest
 
 from helpers.benchmark.plan import engine_units, least_seconds
 from helpers.benchmark.priors import cold_start_seconds, point_seconds, probe_seconds
 from helpers.core.config import load_config
-from helpers.core.paths import PLAYBOOK_DIR
+from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
 from helpers.run.records import point_path
 from helpers.run.time_limit import (
     DEADLINE_ENV,
@@ -54,11 +55,13 @@ def test_the_least_time_counts_the_fewest_probes_less_those_stored(tmp_path):
     assert need == pytest.approx(cold_start_seconds(spec) + sweep + cross + fewest * probe_seconds(cfg))
     assert what == f"cold start, 1 grid point(s), 3 cross-check rate(s), {fewest} capacity probe(s)"
 
-    # a resume: the grid point and three probes are stored; one probe measured again is set aside, not counted
+    # a resume: the grid point and three probes are stored (the H200 run's own); one probe measured again is
+    # set aside (superseded), not counted
+    archived = REPORTS_DIR / "h200-20261207-chat-8b-pair"
     for name in ("sweep-c0100.json", "search-p0-c0000.json", "search-p1-c0000.json", "search-p0-short-c0000.json"):
         path = point_path(tmp_path, spec.label, "sweep", 0).parent / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("{}")
+        shutil.copyfile(point_path(archived, spec.label, "sweep", 0).parent / name, path)
     need, what = least_seconds(spec, cfg, tmp_path)
     assert need == pytest.approx(cold_start_seconds(spec) + cross + (fewest - 2) * probe_seconds(cfg))
     assert what == f"cold start, 3 cross-check rate(s), {fewest - 2} capacity probe(s)"
