@@ -52,6 +52,7 @@ def test_only_the_runs_whose_probes_kept_their_request_times_count_as_the_curren
         (turbomind, "vllm"),
         (turbomind, "lmdeploy-turbomind"),
         (turbomind, "sglang"),
+        ("h100-20261207-chat-8b-start-grid", "vllm"),  # the grid-started search (issue 37's GPU half)
         # lower bounds where every load passed calibrate nothing; TurboMind's 70B bracket does
         ("h100-20261206-chat-70b-fp8", "vllm"),
         ("h100-20261206-chat-70b-fp8", "sglang"),
@@ -63,7 +64,7 @@ def test_only_the_runs_whose_probes_kept_their_request_times_count_as_the_curren
 
 def test_the_factor_comes_from_the_current_test_where_an_engine_has_one(calibrated):
     rows, table = calibrated
-    for engine, n in (("vllm", 5), ("sglang", 6)):
+    for engine, n in (("vllm", 6), ("sglang", 6)):
         now = [1 / r.ratio for r in rows if r.current_test and r.engine == engine and r.interval != EVERY_LOAD_PASSED]
         f = table.engines[engine]
         assert f.runs == len(now) == n and f.factor == pytest.approx(statistics.median(now), abs=1e-4)
@@ -118,7 +119,7 @@ def test_a_run_rendered_again_is_not_predicted_from_its_own_measurement(calibrat
     assert table.without("h100-20261205-chat-9b-new") == table  # a run the table does not hold: unchanged
     left = table.without("h100-20261205-chat-8b-paired")
     v = left.engines["vllm"]
-    assert v.factor != table.engines["vllm"].factor and v.runs == 4  # the other current runs alone
+    assert v.factor != table.engines["vllm"].factor and v.runs == 5  # the other current runs alone
     assert v.basis.endswith("h100-20261205-chat-8b-paired's own measurement left out")
     assert all("h100-20261205-chat-8b-paired" not in m.runs for m in v.measurements)
     # a copied measurement is the copying run's own too; an engine with nothing left has no factor
