@@ -8,6 +8,7 @@ drives it for real.
 import asyncio
 import json
 import math
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -292,8 +293,48 @@ def test_a_probe_too_short_for_its_own_latency_is_measured_again_longer_once():
     assert _longer_for_itself(session, ask, m(served_ratio=0.9, latency_p50_s=5.0)) is None
 
 
+def _one_edge_round(tmp_path: Path):
+    """The config of ``one_round``: one edge round, an interval target never reached, a busy machine not re-measured."""
+    cfg = config(tmp_path)
+    cfg.evidence.search.edge_rounds_min = cfg.evidence.search.edge_rounds_max = 1  # one round is enough here
+    cfg.evidence.search.target_rel_ci = 0.001  # never reached: the rounds allowed decide
+    cfg.evidence.max_other_cpu_cores = 64.0  # what is counted is the retry: no re-measure for a busy machine
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def one_round(tmp_path_factory):
+    """A first attempt two tests resume, each in a copy of its run folder: one edge round, the first probe retried.
+
+    The first probe reads as too short (forced): measured again with 30 requests. Returns the result and
+    the run folder.
+    """
+    import helpers.benchmark.evidence as evidence
+
+    asked: list[str] = []
+
+    def once(session, ask, m):  # the first probe reads as too short: 30 requests the second time
+        asked.append(ask.stream)
+        return 30 if len(asked) == 1 else None
+
+    base = tmp_path_factory.mktemp("one-round")
+    with pytest.MonkeyPatch.context() as mp, ENGINES.temporarily(FakeVllmAdapter.name, FakeVllmAdapter()):
+        mp.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
+        mp.setattr(evidence, "_longer_for_itself", once)
+        (first,) = asyncio.run(run_benchmarks(_one_edge_round(base), base / "run"))
+    return first, base / "run"
+
+
+def _resumable_copy(one_round, tmp_path: Path):
+    """``one_round``'s result, its config, and a copy of its run folder to resume (each test its own)."""
+    first, source = one_round
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    return first, _one_edge_round(tmp_path), run_dir
+
+
 def test_a_too_short_probe_is_measured_again_and_a_resumed_search_keeps_its_probes_as_points(
-    fake_engine, tmp_path, monkeypatch
+    one_round, fake_engine, tmp_path, monkeypatch
 ):
     """The retry of a too-short probe (forced on the first), then a resume after the coarse probes.
 
@@ -304,18 +345,8 @@ def test_a_too_short_probe_is_measured_again_and_a_resumed_search_keeps_its_prob
     from helpers.benchmark.probe_size import latency_estimate
 
     monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
-    asked: list[str] = []
-
-    def once(session, ask, m):  # the first probe reads as too short: 30 requests the second time
-        asked.append(ask.stream)
-        return 30 if len(asked) == 1 else None
-
-    monkeypatch.setattr(evidence, "_longer_for_itself", once)
-    cfg = config(tmp_path)
-    cfg.evidence.search.edge_rounds_min = cfg.evidence.search.edge_rounds_max = 1  # one round is enough here
-    cfg.evidence.max_other_cpu_cores = 64.0  # what is counted is the retry: no re-measure for a busy machine
-    run_dir = tmp_path / "run"
-    (first,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    monkeypatch.setattr(evidence, "_longer_for_itself", lambda *_: None)  # the forced retry was the first probe's
+    first, cfg, run_dir = _resumable_copy(one_round, tmp_path)
     assert first.status == "ok", first.reason
     p0 = [p for p in first.points if p.phase == "search" and p.probe["stream"] == "p0"]
     assert len(p0) == 2 and p0[0].probe["superseded"] and not p0[1].probe["superseded"]
@@ -361,7 +392,9 @@ def test_raising_max_probes_on_a_resume_carries_a_search_that_found_no_failing_l
     """
     monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
     cfg = config(tmp_path)
-    cfg.evidence.search.start, cfg.evidence.search.max_probes = 1.0, 2
+    # 2 and 4 req/s, both well within the engine's 10: a lower bound (a probe has 20 requests at least, the
+    # fewest whose served share reads: 10 s at 2 req/s, 20 s at 1)
+    cfg.evidence.search.start, cfg.evidence.search.max_probes = 2.0, 2
     cfg.evidence.search.edge_rounds_min = cfg.evidence.search.edge_rounds_max = 1
     cfg.evidence.max_other_cpu_cores = 64.0
     run_dir = tmp_path / "run"
@@ -382,7 +415,7 @@ def test_raising_max_probes_on_a_resume_carries_a_search_that_found_no_failing_l
     assert "where the earlier attempt in this run folder started" in more.capacity.note
 
 
-def test_a_resume_carries_on_the_edge_rounds_a_search_did_not_finish(fake_engine, tmp_path, monkeypatch):
+def test_a_resume_carries_on_the_edge_rounds_a_search_did_not_finish(one_round, fake_engine, tmp_path, monkeypatch):
     """A search whose edge rounds stopped short (a run cut during them, re-rendered since) goes on when resumed.
 
     One edge round, then the interval is wider than asked: with ``edge_rounds_max`` raised to 2 the same run id
@@ -390,12 +423,7 @@ def test_a_resume_carries_on_the_edge_rounds_a_search_did_not_finish(fake_engine
     keeps the stored result as it is.
     """
     monkeypatch.setenv("PLAYBOOK_GUIDELLM_WORKERS", "1")
-    cfg = config(tmp_path)
-    cfg.evidence.search.edge_rounds_min = cfg.evidence.search.edge_rounds_max = 1
-    cfg.evidence.search.target_rel_ci = 0.001  # never reached: the rounds allowed decide
-    cfg.evidence.max_other_cpu_cores = 64.0
-    run_dir = tmp_path / "run"
-    (first,) = asyncio.run(run_benchmarks(cfg, run_dir))
+    first, cfg, run_dir = _resumable_copy(one_round, tmp_path)  # target_rel_ci 0.001: the rounds allowed decide
     assert first.status == "ok" and first.capacity.estimate.status == "estimated", first.capacity.note
     assert not first.capacity.estimate.conclusive
     streams = [p["stream"] for p in first.capacity.probes if not p["superseded"]]

@@ -3,8 +3,9 @@
 The run is the real CLI (``tests/fakes/kernel_playbook.py``: the lock, the watchdog, the runner) with step 5
 in a kernel-like child that starts two fake engines through the real python launcher and drives them with
 guidellm. The limit lets the first configuration start (its least expected time fits with a few seconds to
-spare) and, once it has run for about 20 s, not the second: the run exits 75, says why, and has not started
-the second engine; run again without the limit on the same run id, it keeps the first and measures the second.
+spare) and, once it has run for about 12 s (more than those few seconds), not the second: the run exits 75,
+says why, and has not started the second engine; run again without the limit on the same run id, it keeps the
+first and measures the second.
 """
 
 import os
@@ -27,7 +28,7 @@ FAKES = REPO_ROOT / "tests" / "fakes"
 
 
 def config(tmp_path: Path) -> tuple[Path, dict]:
-    slow = {"FAKE_TOKEN_DELAY_S": "0.5"}  # 8 tokens: 4 s a request, 6 requests one at a time: about 24 s
+    slow = {"FAKE_TOKEN_DELAY_S": "0.25"}  # 8 tokens: 2 s a request, 6 requests one at a time: about 12 s
     cfg = {
         "name": "time-limit",
         "model": {"path": "tiny-llama"},
@@ -55,7 +56,7 @@ def test_the_run_stops_before_an_engine_it_cannot_finish_and_resumes(tmp_path):
     assert need[0] == need[1] > 0  # the same priors: the config's, not the engines' speed
     run_dir = tmp_path / "reports" / "r"
 
-    res = run(tmp_path, path, "--time-limit", f"{need[0] + 8:.1f}")  # the first fits; 20 s later the second does not
+    res = run(tmp_path, path, "--time-limit", f"{need[0] + 8:.1f}")  # the first fits; 12 s later the second does not
     assert res.returncode == 75, res.stdout + res.stderr
     said = res.stderr.strip().splitlines()[-1]
     assert said.startswith("playbook: stopped before 'second' for the time limit: it needs at least ")
