@@ -21,7 +21,7 @@ from helpers.benchmark.edge_search import Ask, EdgeSearch, edge_rounds_done, is_
 from helpers.benchmark.judged import grid_readings, load_of, rejudged, sustained_view
 from helpers.benchmark.loads import fixed_concurrency, load_axis
 from helpers.benchmark.probe import too_long_to_read
-from helpers.benchmark.probe_size import LATENCY_SPANS, probe_requests, sized_requests
+from helpers.benchmark.probe_size import LATENCY_SPANS, ensure_time, probe_requests, sized_requests
 from helpers.benchmark.session import CUT, EngineSession
 from helpers.benchmark.sla import meets_sla, trial_points
 from helpers.benchmark.structured_phase import evidence_workload, structured_probe
@@ -279,6 +279,7 @@ async def _measure_ask(
     """
     axis = session.cfg.evidence.search.axis
     n = requests or sized_requests(session, ask.load)
+    ensure_time(session, ask.load, n, f"the capacity probe on stream {stream}")
     got = await session.measure_load(
         phase="search", load=ask.load, tag=stream, requests=n, stream=stream, job=structured_load(session, ask.load)
     )

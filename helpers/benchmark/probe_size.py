@@ -14,6 +14,7 @@ from helpers.benchmark.capacity import Probe
 from helpers.benchmark.loads import load_axis
 from helpers.benchmark.session import EngineSession
 from helpers.run.records import Point
+from helpers.run.time_limit import seconds_left, stop_for_time
 
 LATENCY_SPANS = 4.0
 """A probe offers arrivals for at least this many request latencies, so that whether the engine kept up can be read.
@@ -73,3 +74,37 @@ def sized_requests(session: EngineSession, load: float) -> int:
     """``probe_requests`` at ``load`` from the latency seen so far (scaled with the load on the rate axis)."""
     rate = load if load_axis(session.cfg) == "rate" else None
     return probe_requests(session, load, latency_estimate(session.result.points, rate))
+
+
+PROBE_OVERHEAD_S = 5.0
+"""Seconds a probe takes beyond its arrivals and its drain: the client's workers starting and stopping."""
+
+
+def expected_seconds(session: EngineSession, load: float, requests: int) -> float:
+    """About how long a probe of ``requests`` at ``load`` takes: its arrivals, the drain of one latency, the client.
+
+    On the concurrency axis the arrivals are ``requests`` ÷ (``load`` ÷ latency); without a latency seen yet, the
+    arrivals alone (rate axis) or nothing but the overhead (concurrency axis).
+    """
+    rate = load if load_axis(session.cfg) == "rate" else None
+    latency = latency_estimate(session.result.points, rate) or 0.0
+    arrivals = requests / load if rate else requests * latency / max(load, 1e-9)
+    return arrivals + latency + PROBE_OVERHEAD_S
+
+
+def ensure_time(session: EngineSession, load: float, requests: int, what: str) -> None:
+    """Under a time limit, stop before a probe or trial that would not end before the deadline (resumable).
+
+    The engine configuration is already started: this ends it between two measurements, each stored, so that a
+    fixed-length GPU slot ends with the run folder complete rather than killed mid-probe (the resume spends a cold
+    start either way, not the probe). Raises ``TimeLimitReached``, recorded like a stop before a configuration.
+    """
+    left = seconds_left()
+    if left is None:
+        return
+    need = expected_seconds(session, load, requests)
+    if need > left:
+        label = session.spec.label
+        stop = stop_for_time(session.run_dir, label, need, left, f"{what}, {requests:,} requests at {load:.4g}")
+        session.say(f"{label}: {stop}; resume with the same --run-id")
+        raise stop

@@ -8,7 +8,8 @@ run the engine's own client around it, optionally compare continuous with static
 optionally tune its batch size to the SLA. Every point is written to the run folder as soon as it finishes;
 a re-run with the same run folder resumes. A failing engine becomes a result row with the reason and its
 log tail, and the next engine still runs. Under a time limit (``helpers.run.time_limit``) a configuration
-whose least expected time no longer fits is not started: the step stops there, resumable.
+whose least expected time no longer fits is not started, and a started one stops between two capacity probes
+(``probe_size.ensure_time``): the step stops there, resumable.
 """
 
 from __future__ import annotations

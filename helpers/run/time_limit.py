@@ -8,8 +8,11 @@ limit, step 5 asks before each configuration it would start whether its least ex
 (``helpers.benchmark.plan.least_seconds``) still fits before the deadline; if not, it starts nothing more,
 leaves ``logs/stopped.json`` saying why, and the run stops there (``TimeLimitReached``: the CLI exits 75,
 "resume with --run-id"). The deadline reaches the notebooks' kernels as ``DEADLINE_ENV`` (seconds since the
-epoch), set by ``helpers.tools.runner``. A configuration already started is not stopped by it: the caller's
-own hard limit (``timeout``) still ends a run that overruns.
+epoch), set by ``helpers.tools.runner``. A configuration already started stops between two capacity probes
+when the next would not end before the deadline (``helpers.benchmark.probe_size.ensure_time``): on an H100
+(``h100-20261207-chat-8b-start-grid``) the hard limit ended a call as its fifteenth probe began, with the
+client's cancelled tasks as the last words. The caller's own hard limit (``timeout``) still ends a run that
+overruns anything else (a cold start, a grid point, a cross-check).
 """
 
 from __future__ import annotations

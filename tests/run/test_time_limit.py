@@ -2,13 +2,17 @@
 
 import json
 import shutil
+from types import SimpleNamespace
 
 import pytest
 
 from helpers.benchmark.plan import engine_units, least_seconds
 from helpers.benchmark.priors import cold_start_seconds, point_seconds, probe_seconds
+from helpers.benchmark.probe_size import PROBE_OVERHEAD_S, ensure_time, expected_seconds, latency_estimate
 from helpers.core.config import load_config
+from helpers.core.errors import TimeLimitReached
 from helpers.core.paths import PLAYBOOK_DIR, REPORTS_DIR
+from helpers.run.folder import RunFolder
 from helpers.run.records import point_path
 from helpers.run.time_limit import (
     DEADLINE_ENV,
@@ -75,3 +79,33 @@ def test_a_time_limit_is_seconds_above_zero(bad, capsys):
         build_parser().parse_args(["run", "cfg.yaml", "--time-limit", bad])
     assert "--time-limit" in capsys.readouterr().err
     assert build_parser().parse_args(["run", "cfg.yaml", "--time-limit", "540"]).time_limit == 540.0
+
+
+def test_a_started_configuration_stops_before_a_probe_that_would_not_end_in_time(tmp_path, monkeypatch):
+    """Between two probes: the next one's arrivals, one request latency and the client's start must fit."""
+    cfg = load_config(PLAYBOOK_DIR / "workloads" / "h200-offline" / "chat-8b.yaml")
+    spec = cfg.engines[0]
+    # the H200 run's own grid point and first two probes, as a session holds them after measuring them
+    folder = RunFolder(REPORTS_DIR / "h200-20261207-chat-8b-pair")
+    points = list(folder.points(spec.label, "sweep")) + list(folder.points(spec.label, "search"))[:2]
+    said: list[str] = []
+    session = SimpleNamespace(
+        cfg=cfg, spec=spec, run_dir=tmp_path, result=SimpleNamespace(points=points), say=said.append
+    )
+    latency = latency_estimate(points, 40.0)
+    assert latency and latency > 1.0  # a 512 / 256 request takes seconds on the H200
+    need = expected_seconds(session, 40.0, 800)
+    assert need == pytest.approx(800 / 40.0 + latency + PROBE_OVERHEAD_S)
+
+    monkeypatch.delenv(DEADLINE_ENV, raising=False)
+    ensure_time(session, 40.0, 800, "the capacity probe on stream e0-lo")  # no limit: nothing happens
+    monkeypatch.setenv(DEADLINE_ENV, deadline_from(need + 10))
+    ensure_time(session, 40.0, 800, "the capacity probe on stream e0-lo")  # it fits
+    assert stopped(tmp_path) is None and not said
+    monkeypatch.setenv(DEADLINE_ENV, deadline_from(need - 5))
+    with pytest.raises(TimeLimitReached) as err:
+        ensure_time(session, 40.0, 800, "the capacity probe on stream e0-lo")
+    assert str(err.value).startswith(f"stopped before {spec.label!r} for the time limit: it needs at least ")
+    assert "(the capacity probe on stream e0-lo, 800 requests at 40)" in str(err.value)
+    assert stopped(tmp_path) == str(err.value)  # recorded: the runner reads why and exits 75
+    assert said == [f"{spec.label}: {err.value}; resume with the same --run-id"]
