@@ -176,10 +176,11 @@ async def search(session: EngineSession) -> CapacitySummary | None:
     stored = [p for p in session.stored_points("search") if p.probe and p.probe.get("stream")]
     stored_at = {p.probe["stream"]: p for p in stored if not p.probe.get("superseded")}
     reuse = {stream: Probe.model_validate(p.probe) for stream, p in stored_at.items()}
+    start, why = start_of(result, session)
     if "p0" in reuse:  # resumed: where the earlier attempt started, so that its probes are asked (and kept) again
-        start, why = reuse["p0"].load, "where the earlier attempt in this run folder started"
-    else:
-        start, why = start_of(result, session)
+        earlier = "where the earlier attempt in this run folder started"
+        same = math.isclose(start, reuse["p0"].load, rel_tol=1e-9)  # then its reason is the same too: say it
+        start, why = reuse["p0"].load, f"{why}: {earlier}" if same else earlier
     machine = _edge_search(session, start, reuse, grid_readings(result, session.cfg))
     set_aside = [p for p in stored if p.probe.get("superseded")]
     result.points += set_aside

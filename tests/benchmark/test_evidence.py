@@ -412,7 +412,8 @@ def test_raising_max_probes_on_a_resume_carries_a_search_that_found_no_failing_l
     again = {p.probe["stream"]: p.model_dump() for p in more.points if p.phase == "search"}
     assert again["p0"] == kept["p0"] and again["p1"] == kept["p1"]  # kept, not measured again
     assert more.capacity.estimate.status != "at_least", more.capacity.note  # it found a failing load
-    assert "where the earlier attempt in this run folder started" in more.capacity.note
+    # the config now starts elsewhere (3): the earlier start's reason is not claimed for it
+    assert "started from 2 (where the earlier attempt in this run folder started)" in more.capacity.note
 
 
 def test_a_resume_carries_on_the_edge_rounds_a_search_did_not_finish(one_round, fake_engine, tmp_path, monkeypatch):
@@ -433,6 +434,8 @@ def test_a_resume_carries_on_the_edge_rounds_a_search_did_not_finish(one_round, 
     assert more.status == "ok", more.reason
     again = [p["stream"] for p in more.capacity.probes if not p["superseded"]]
     assert again[: len(streams)] == streams and {"e1-lo", "e1-hi"} <= set(again)
+    # the same config starts where the earlier attempt did, for the same reason: the note says both
+    assert "started from 4 (configured: where the earlier attempt in this run folder started)" in more.capacity.note
     kept = {p.probe["stream"]: p.model_dump() for p in first.points if p.phase == "search"}
     now = {p.probe["stream"]: p.model_dump() for p in more.points if p.phase == "search"}
     assert all(now[s] == kept[s] for s in kept)  # the first attempt's probes, kept and not measured again
