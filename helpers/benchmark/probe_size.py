@@ -93,7 +93,7 @@ def expected_seconds(session: EngineSession, load: float, requests: int) -> floa
 
 
 def ensure_time(session: EngineSession, load: float, requests: int, what: str) -> None:
-    """Under a time limit, stop before a probe or trial that would not end before the deadline (resumable).
+    """Under a time limit, stop before a capacity probe that would not end before the deadline (resumable).
 
     The engine configuration is already started: this ends it between two measurements, each stored, so that a
     fixed-length GPU slot ends with the run folder complete rather than killed mid-probe (the resume spends a cold
