@@ -14,7 +14,7 @@ from helpers.benchmark.capacity import Probe
 from helpers.benchmark.loads import load_axis
 from helpers.benchmark.session import EngineSession
 from helpers.run.records import Point
-from helpers.run.time_limit import seconds_left, stop_for_time
+from helpers.run.time_limit import stop_unless_fits
 
 LATENCY_SPANS = 4.0
 """A probe offers arrivals for at least this many request latencies, so that whether the engine kept up can be read.
@@ -99,12 +99,8 @@ def ensure_time(session: EngineSession, load: float, requests: int, what: str) -
     fixed-length GPU slot ends with the run folder complete rather than killed mid-probe (the resume spends a cold
     start either way, not the probe). Raises ``TimeLimitReached``, recorded like a stop before a configuration.
     """
-    left = seconds_left()
-    if left is None:
-        return
-    need = expected_seconds(session, load, requests)
-    if need > left:
-        label = session.spec.label
-        stop = stop_for_time(session.run_dir, label, need, left, f"{what}, {requests:,} requests at {load:.4g}")
-        session.say(f"{label}: {stop}; resume with the same --run-id")
-        raise stop
+
+    def need() -> tuple[float, str]:
+        return expected_seconds(session, load, requests), f"{what}, {requests:,} requests at {load:.4g}"
+
+    stop_unless_fits(session.run_dir, session.spec.label, need, session.say)

@@ -27,7 +27,7 @@ from helpers.core.config import EngineSpec, PlaybookConfig
 from helpers.core.errors import EngineError
 from helpers.run.records import EngineResult, load_engine_result, save_engine_result
 from helpers.run.rerender import measured_here
-from helpers.run.time_limit import seconds_left, stop_for_time
+from helpers.run.time_limit import stop_unless_fits
 
 
 class EngineRun:
@@ -61,15 +61,8 @@ class EngineRun:
 
     def _check_time(self) -> None:
         """Under a time limit: raise ``TimeLimitReached`` (recorded) when this configuration cannot finish in time."""
-        left = seconds_left()
-        if left is None:
-            return
         s = self.session
-        need, what = least_seconds(s.spec, s.cfg, s.run_dir)
-        if need > left:
-            stop = stop_for_time(s.run_dir, s.spec.label, need, left, what)
-            s.say(f"{s.spec.label}: {stop}; resume with the same --run-id")
-            raise stop
+        stop_unless_fits(s.run_dir, s.spec.label, lambda: least_seconds(s.spec, s.cfg, s.run_dir), s.say)
 
     async def run(self) -> EngineResult:
         """The phases in order (``phases.PHASES``); never raises for engine trouble (``TimeLimitReached`` before)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from helpers.core.errors import TimeLimitReached
@@ -56,6 +57,23 @@ def stop_for_time(run_dir: Path, label: str, need_s: float, left_s: float, what:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"label": label, "need_s": need_s, "left_s": left_s, "reason": text}), "utf-8")
     return TimeLimitReached(text)
+
+
+def stop_unless_fits(
+    run_dir: Path, label: str, need: Callable[[], tuple[float, str]], say: Callable[[str], None]
+) -> None:
+    """Under a limit, raise the recorded stop before ``label`` when ``need()`` (seconds, what) no longer fits.
+
+    ``need`` is asked only when the run has a limit; the stop is said (``say``) before it is raised.
+    """
+    left = seconds_left()
+    if left is None:
+        return
+    need_s, what = need()
+    if need_s > left:
+        stop = stop_for_time(run_dir, label, need_s, left, what)
+        say(f"{label}: {stop}; resume with the same --run-id")
+        raise stop
 
 
 def stopped(run_dir: Path) -> str | None:
