@@ -258,14 +258,18 @@ else:  # pragma: no cover - the engines run on Linux
 
 
 def _own_session_dying_with_parent(parent: int) -> Callable[[], None]:
-    """For the child before exec: a new session, and SIGTERM when the process that started it dies.
+    """For the child before exec: a new session, SIGINT back to its default, and SIGTERM when the starter dies.
 
     An engine outlives a killed notebook kernel or ``playbook run`` otherwise (it has its own
-    session so that ``stop`` can end its whole group), holding the GPU's memory.
+    session so that ``stop`` can end its whole group), holding the GPU's memory. SIGINT is ``stop``'s
+    graceful signal: a run started with SIGINT ignored (``nohup … &``, a background job of a
+    non-interactive shell, some CI runners) would hand that on through exec, and every stop would wait its
+    20 s grace for nothing before SIGTERM. The engine's own session keeps a terminal's Ctrl-C away from it.
     """
 
     def setup() -> None:
         os.setsid()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         if _prctl is not None:
             _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
             if os.getppid() != parent:  # the parent died before the signal was armed

@@ -85,3 +85,37 @@ def test_stop_ends_what_an_engine_killed_by_pid_left_of_its_group(tmp_path):
     assert not gone(child)
     assert h.stop() == 1  # one left-over process ended
     assert gone(child) and members(h.process.pid) == []
+
+
+def test_an_engine_started_with_sigint_ignored_still_stops_on_sigint_without_waiting_its_grace(tmp_path):
+    """``nohup playbook run … &`` (or a CI runner's background job) starts the run with SIGINT ignored.
+
+    An ignored signal survives exec: the engine would ignore ``stop``'s SIGINT and every stop would wait its
+    20 s grace before SIGTERM (in a full test run, 20 s for each fake engine stopped). The engine gets SIGINT's
+    default back, so that the graceful stop is the one that ends it.
+    """
+    parent = textwrap.dedent(
+        f"""
+        import signal, sys, time
+        from pathlib import Path
+        from helpers.engines import get_engine
+        from helpers.launchers.server import start_process
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        engine = ("import time\\ntry:\\n    time.sleep(300)\\n"
+                  "except KeyboardInterrupt:\\n    print('interrupted', flush=True)")
+        h = start_process([sys.executable, "-c", engine], {{}}, Path({str(tmp_path)!r}) / "engine.log",
+                          "http://127.0.0.1:9", get_engine("vllm-cpu"))
+        time.sleep(1.0)  # the interpreter is up and sleeping
+        ignored = int(next(line.split()[1] for line in open(f"/proc/{{h.process.pid}}/status")
+                           if line.startswith("SigIgn:")), 16)
+        t0 = time.monotonic()
+        h.stop()
+        print(bool(ignored & (1 << (signal.SIGINT - 1))), round(time.monotonic() - t0, 1), flush=True)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", parent], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    ignored, seconds = out.stdout.split()
+    assert ignored == "False"  # the engine does not inherit the ignored SIGINT
+    assert float(seconds) < 10  # ended by SIGINT, not by SIGTERM after the 20 s grace
+    assert "interrupted" in (tmp_path / "engine.log").read_text()  # the engine's own Ctrl-C handling ran
