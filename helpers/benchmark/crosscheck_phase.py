@@ -4,8 +4,10 @@
 ``evidence.crosscheck.python`` (with its ``pythonpath``), else the engine launcher's own; each rate is one
 ``vllm bench serve`` run (``helpers.measure.vllm_bench``) on prompts of the workload's lengths, while the
 server's ``/metrics`` are sampled for its waiting queue. A rate whose raw result was saved before an
-interruption is judged from it, not run again; a stored record is kept whole. The client's failure ends
-the cross-check with a record that says why; only an engine that died fails the configuration.
+interruption is judged from it, not run again; a stored record is kept whole. Under a time limit a rate that
+would not end before the deadline is not begun (``TimeLimitReached``, like a probe: the rates done are kept).
+The client's failure ends the cross-check with a record that says why; only an engine that died fails the
+configuration.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ from helpers.measure.metrics import PAGE_FORMATS, MetricsSampler
 from helpers.measure.vllm_bench import BenchRun, bench_args, client_env, run_vllm_bench, version_of
 from helpers.run.progress import Unit
 from helpers.run.records import Point, fmt_load, write_json_atomic
+from helpers.run.time_limit import stop_unless_fits
+
+CLIENT_START_S = 20.0
+"""Seconds the client takes to start and end beyond its arrivals and drain (vLLM's import: 12-18 s on the H200)."""
 
 
 def _client(session: EngineSession) -> tuple[Path | None, list[str], str | None]:
@@ -109,6 +115,13 @@ async def _one_rate(
         version = version_of(log.read_text(encoding="utf-8", errors="replace")) if log.is_file() else None
         judged = judge_rate(raw, rr.model_copy(update=rel), session.cfg, [tuple(q) for q in queue or []])
         return judged, BenchRun(raw, version, None, "")
+    latency = latency_estimate(session.result.points) or 0.0
+
+    def need() -> tuple[float, str]:
+        what = f"{CLIENT} at {rr.multiple:g}× capacity, {rr.prompts:,} prompts at {fmt_load(rr.rate)} req/s"
+        return rr.prompts / rr.rate + latency + CLIENT_START_S, what
+
+    stop_unless_fits(session.run_dir, session.spec.label, need, session.say)
     session.steps.begin(session.spec.label, "crosscheck", tag, f"{CLIENT} at {rr.multiple:g}× capacity")
     wl = session.cfg.workload
     dataset = prepare_dataset(session.cfg, session.run_dir, f"crosscheck-{tag}-n{rr.prompts}", n=rr.prompts)

@@ -1,5 +1,6 @@
 """A run's time limit: the deadline its kernels read, the stop it records, and the least time an engine needs."""
 
+import asyncio
 import json
 import shutil
 from types import SimpleNamespace
@@ -109,3 +110,44 @@ def test_a_started_configuration_stops_before_a_probe_that_would_not_end_in_time
     assert "(the capacity probe on stream e0-lo, 800 requests at 40)" in str(err.value)
     assert stopped(tmp_path) == str(err.value)  # recorded: the runner reads why and exits 75
     assert said == [f"{spec.label}: {err.value}; resume with the same --run-id"]
+
+
+class _Begun(Exception):
+    """Raised by the test's progress when a cross-check rate would start its client."""
+
+
+def test_a_crosscheck_rate_that_would_not_end_in_time_is_not_begun(tmp_path, monkeypatch):
+    """Before each rate of the cross-check: its arrivals, one request latency and the client's start must fit."""
+    from helpers.benchmark.crosscheck import RateRun
+    from helpers.benchmark.crosscheck_phase import CLIENT_START_S, _one_rate
+
+    cfg = load_config(PLAYBOOK_DIR / "workloads" / "h200-offline" / "chat-8b.yaml")
+    spec = cfg.engines[0]
+    folder = RunFolder(REPORTS_DIR / "h200-20261207-chat-8b-pair")
+    points = list(folder.points(spec.label, "sweep")) + list(folder.points(spec.label, "search"))
+
+    def begin(*_args):
+        raise _Begun
+
+    said: list[str] = []
+    session = SimpleNamespace(
+        cfg=cfg, spec=spec, run_dir=tmp_path, result=SimpleNamespace(points=points), say=said.append,
+        steps=SimpleNamespace(begin=begin),
+    )  # fmt: skip
+    rr = RateRun(multiple=1.1, rate=44.0, prompts=880)
+    need = 880 / 44.0 + latency_estimate(points) + CLIENT_START_S
+
+    def one_rate():
+        asyncio.run(_one_rate(session, rr, tmp_path / "python", {}, tmp_path / "crosscheck"))
+
+    monkeypatch.delenv(DEADLINE_ENV, raising=False)
+    with pytest.raises(_Begun):  # no limit: the client would start
+        one_rate()
+    monkeypatch.setenv(DEADLINE_ENV, deadline_from(need + 10))
+    with pytest.raises(_Begun):  # it fits
+        one_rate()
+    monkeypatch.setenv(DEADLINE_ENV, deadline_from(need - 5))
+    with pytest.raises(TimeLimitReached) as err:
+        one_rate()
+    assert "(vllm bench serve at 1.1× capacity, 880 prompts at 44 req/s)" in str(err.value), err.value
+    assert stopped(tmp_path) == str(err.value) and said == [f"{spec.label}: {err.value}; resume with the same --run-id"]
