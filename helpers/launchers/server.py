@@ -109,6 +109,10 @@ OUT_OF_MEMORY_AT_START = "out of memory at start"
 OUT_OF_GPU_MEMORY_AT_START = "out of GPU memory at start"
 """How the failure reason of a GPU engine that ran out of memory before it was healthy begins."""
 QUOTE_CHARS = 160
+HEALTH_POLL_FAST_S = 0.1
+"""Seconds between health probes while an engine is young (``ServerHandle.wait_healthy``)."""
+HEALTH_POLL_FAST_FOR_S = 5.0
+"""How long after launch health is probed that often; every second after that."""
 
 
 def out_of_memory_line(log: str) -> str | None:
@@ -207,7 +211,11 @@ class ServerHandle:
         return r.status_code == 200
 
     def wait_healthy(self, timeout_s: float, on_tick: Callable[[float], None] | None = None) -> float:
-        """Poll health until it answers; return seconds since launch. Raise ``EngineError`` on death or timeout."""
+        """Poll health until it answers; return seconds since launch. Raise ``EngineError`` on death or timeout.
+
+        Every ``HEALTH_POLL_FAST_S`` for the first ``HEALTH_POLL_FAST_FOR_S`` (a server that is up in under a
+        second, as the test suite's stand-ins are, is not kept waiting a whole second), then every second.
+        """
         deadline = self.started_at + timeout_s
         while True:
             if not self.alive():
@@ -219,7 +227,7 @@ class ServerHandle:
                 on_tick(now - self.started_at)
             if now >= deadline:
                 raise EngineError(f"no health at {self.base_url}{self.adapter.health_path} within {timeout_s:.0f} s")
-            time.sleep(1.0)
+            time.sleep(HEALTH_POLL_FAST_S if now - self.started_at < HEALTH_POLL_FAST_FOR_S else 1.0)
 
     def stop(self, grace_s: float = 20.0) -> int:
         """Stop the process group we started (SIGINT, then SIGTERM, then SIGKILL), by its id only.

@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -119,3 +120,26 @@ def test_an_engine_started_with_sigint_ignored_still_stops_on_sigint_without_wai
     assert ignored == "False"  # the engine does not inherit the ignored SIGINT
     assert float(seconds) < 10  # ended by SIGINT, not by SIGTERM after the 20 s grace
     assert "interrupted" in (tmp_path / "engine.log").read_text()  # the engine's own Ctrl-C handling ran
+
+
+def test_health_is_probed_often_while_the_engine_is_young_then_every_second(tmp_path, monkeypatch):
+    """A stand-in that is up in a fraction of a second is not kept waiting a whole second (once per start).
+
+    The clock is the test's: each sleep advances it; health answers on the 60th probe (at about 14 s).
+    """
+    import helpers.launchers.server as server
+
+    now = [100.0]
+    slept: list[float] = []
+    clock = SimpleNamespace(monotonic=lambda: now[0], sleep=lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)))
+    monkeypatch.setattr(server, "time", clock)
+    probes = iter(range(1, 1000))
+    monkeypatch.setattr(server.ServerHandle, "healthy", lambda self: next(probes) >= 60)
+    monkeypatch.setattr(server.ServerHandle, "alive", lambda self: True)
+    h = server.ServerHandle("http://127.0.0.1:9", get_engine("vllm-cpu"), tmp_path / "log", started_at=100.0)
+    took = h.wait_healthy(600)
+    fast = [s for s in slept if s == server.HEALTH_POLL_FAST_S]
+    assert len(slept) == 59 and slept[: len(fast)] == fast  # fast probes first, then one a second
+    per = round(server.HEALTH_POLL_FAST_FOR_S / server.HEALTH_POLL_FAST_S)
+    assert per <= len(fast) <= per + 1  # for the first 5 s (the sum of 0.1 s steps lands on either side of 5)
+    assert set(slept[len(fast) :]) == {1.0} and took == pytest.approx(sum(slept))
