@@ -57,7 +57,8 @@ test:
 # The unit tests only: not e2e, not engine, not slow (tests/tiers.py: what starts processes, servers, kernels or
 # a browser, or drives a load in real time). Needs the venv and the real small model, no engine. Measured
 # 2026-12-05 on two CPU cores, the machine otherwise idle: 1,209 tests in 83 s (median of 2; the whole suite: ~21 min;
-# docs/measurements/2026-12-05-cpu-after-issue-35.md). The whole suite on 2026-12-06, likewise: 1,498 tests in 26 min 39 s.
+# docs/measurements/2026-12-05-cpu-after-issue-35.md). The whole suite on 2026-12-07, likewise: 1,515 tests in 23 min 51 s
+# (docs/measurements/2026-12-07-cpu-suite.md).
 test-fast:
 	@$(SETUP) models
 	$(PY) -m pytest -q -ra -m "not e2e and not engine and not slow"
