@@ -115,11 +115,10 @@ async def _one_rate(
         version = version_of(log.read_text(encoding="utf-8", errors="replace")) if log.is_file() else None
         judged = judge_rate(raw, rr.model_copy(update=rel), session.cfg, [tuple(q) for q in queue or []])
         return judged, BenchRun(raw, version, None, "")
-    latency = latency_estimate(session.result.points) or 0.0
 
-    def need() -> tuple[float, str]:
+    def need() -> tuple[float, str]:  # asked only under a time limit
         what = f"{CLIENT} at {rr.multiple:g}× capacity, {rr.prompts:,} prompts at {fmt_load(rr.rate)} req/s"
-        return rr.prompts / rr.rate + latency + CLIENT_START_S, what
+        return rr.prompts / rr.rate + (latency_estimate(session.result.points) or 0.0) + CLIENT_START_S, what
 
     stop_unless_fits(session.run_dir, session.spec.label, need, session.say)
     session.steps.begin(session.spec.label, "crosscheck", tag, f"{CLIENT} at {rr.multiple:g}× capacity")
