@@ -23,7 +23,6 @@ SLOW_FILES = {
     "tests/run/test_lock.py",
     "tests/run/test_processes.py",
     "tests/run/test_time_limit_run.py",
-    "tests/test_docs.py",
     "tests/tools/test_check.py",
     "tests/tools/test_check_run.py",
     "tests/tools/test_cli.py",
@@ -43,6 +42,7 @@ SLOW_TESTS = {
     "tests/launchers/test_config_check.py::test_playbook_check_and_run_refuse_an_unknown_engine",
     "tests/measure/test_loadgen_requests.py::test_requests_ask_for_final_usage_but_not_per_chunk_usage",
     "tests/model/test_gguf.py::test_transformers_runs_the_converted_folder",
+    "tests/test_docs.py::test_the_generated_reference_pages_are_not_stale",
     "tests/tools/batch/test_batch_executors.py::test_a_cell_process_that_fails_returns_its_reason",
 }
 
