@@ -2,7 +2,8 @@
 
 Each side is a configuration's capacity estimate (``helpers.benchmark.boundary``), its readings and its
 accelerators per replica; closed-loop capacities (streams) are compared as the request rates they served
-(``Side.to_rate``). Every window probe *reads* the edge: its log load moved by its margin over the fit's
+(``Side.to_rate``), and that map's own spread widens the difference's interval (``Side.rate_half``,
+in quadrature). Every window probe *reads* the edge: its log load moved by its margin over the fit's
 slope. Probes of the two configurations that ran on the same stream (the same arrival schedule and prompts,
 ``helpers.benchmark.edge_search``) form pairs: the traffic's own noise is in both readings of a pair and
 cancels in their difference. With at least ``MIN_PAIRS`` pairs the difference's 95% interval is a paired t
@@ -46,6 +47,10 @@ def _identity(v: float) -> float:
     return v
 
 
+def _exact(v: float, confidence: float = 0.95) -> float:
+    return 0.0
+
+
 @dataclass
 class Side:
     """One configuration in a comparison."""
@@ -55,6 +60,7 @@ class Side:
     readings: Sequence[Reading] = field(default_factory=list)
     accelerators: int = 1
     to_rate: Callable[[float], float] = _identity  # log load -> log req/s (closed loop: streams to the rate served)
+    rate_half: Callable[[float, float], float] = _exact  # (log load, confidence) -> that map's own half-width
 
 
 class CapacityDifference(BaseModel):
@@ -122,11 +128,16 @@ def compare_capacities(a: Side, b: Side, margin: float = 0.05, confidence: float
     both = a.estimate.status == b.estimate.status == "estimated" and _bounded(a.estimate) and _bounded(b.estimate)
     if both and fa is not None and fb is not None and fa.root is not None and fb.root is not None:
         half = _paired_half(fa, fb, _slope(a.to_rate, fa.root), _slope(b.to_rate, fb.root), common, paired, confidence)
+    # a closed-loop side's map from streams to the rate served has a spread of its own: in quadrature
+    extra = math.hypot(a.rate_half(ia[0], confidence), b.rate_half(ib[0], confidence))
     if half is not None:
+        half = math.hypot(half, extra)
         lo, hi = d - half, d + half
     else:
         paired = False
         lo, hi = _combine(a, b, ia, ib, shift, -1), _combine(a, b, ia, ib, shift, +1)
+        lo = None if lo is None else d - math.hypot(d - lo, extra)
+        hi = None if hi is None else d + math.hypot(hi - d, extra)
         half = (hi - lo) / 2 if lo is not None and hi is not None else None
     out = CapacityDifference(
         ratio=math.exp(d),

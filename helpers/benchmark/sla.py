@@ -25,9 +25,10 @@ review and the reports index all ask it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as st
 
 from helpers.benchmark.boundary import WINDOW_RATIO, estimate_capacity
 from helpers.benchmark.capacity_compare import Side
@@ -137,16 +138,52 @@ def standing_points(result: EngineResult) -> list[Point]:
     return [p for p in at if kept_up(p)]
 
 
-def rate_map(result: EngineResult) -> Callable[[float], float]:
-    """Log load → log request rate served, for a configuration's capacity axis.
+@dataclass(frozen=True)
+class RateMap:
+    """Log load → log request rate served: a least-squares line, and how well it is known at a load.
+
+    The rate axis maps a load to itself (no points behind it, nothing to add). On the concurrency axis the
+    line is fitted over the points near the capacity, and ``half(z)`` is the 95% half-width of its prediction
+    at ``z`` (Student t over the residuals). Near saturation the served rate is flat in the streams: the
+    streams' interval maps to an interval of almost no width, and the points' own spread is all that says
+    how well the rate is known (a CPU run of 2026-12-07 read 1.54-2.11 req/s near one edge, and without it
+    the difference of two capacities came out ±0.4%).
+    """
+
+    icept: float = 0.0
+    slope: float = 1.0
+    s2: float = 0.0  # variance of one point's log rate about the line
+    n: int = 0  # points behind the line (0: the rate axis, exact)
+    z_mean: float = 0.0
+    sxx: float = 0.0  # sum of squared deviations of their log loads (0: one load, a constant shift)
+    dof: int = 0
+
+    def __call__(self, z: float) -> float:
+        """The log rate served at log load ``z``."""
+        return self.icept + self.slope * z
+
+    def half(self, z: float, confidence: float = 0.95) -> float:
+        """The half-width (log scale) of the line's prediction at log load ``z``; 0 on the rate axis."""
+        if self.n == 0:
+            return 0.0
+        lever = (z - self.z_mean) ** 2 / self.sxx if self.sxx > 0 else 0.0
+        q = 0.5 + confidence / 2
+        t = float(st.t.ppf(q, df=self.dof)) if self.dof >= 1 else float(st.norm.ppf(q))
+        return t * math.sqrt(self.s2 * (1 / self.n + lever))
+
+
+def rate_map(result: EngineResult) -> RateMap:
+    """Log load → log request rate served, for a configuration's capacity axis (``RateMap``).
 
     On the rate axis the load is the rate. On the concurrency axis, a least-squares line of log req/s
     against log streams over the sustained probes and grid points within ``WINDOW_RATIO`` of the capacity
     (all of them when those hold fewer than two loads); with one load only, req/s in proportion to streams.
+    The spread about the line is the residuals' (n − 2 degrees of freedom); with no residual to read (two
+    points), each point's counting noise, one over its requests.
     """
     cap = result.capacity
     if cap is None or cap.axis == "rate":
-        return lambda z: z
+        return RateMap()
     est = _estimate_of(result)
     centre = (est.value or est.low) if est is not None else None
     pts = [
@@ -159,14 +196,20 @@ def rate_map(result: EngineResult) -> Callable[[float], float]:
         near = [p for p in pts if abs(math.log(p.concurrency / centre)) <= math.log(WINDOW_RATIO)]
         pts = near if len({p.concurrency for p in near}) >= 2 else pts
     if not pts:
-        return lambda z: math.nan
+        return RateMap(icept=math.nan)
     z = np.log([p.concurrency for p in pts])
     y = np.log([p.req_s for p in pts])
+    counting = float(np.mean([1 / max(1, p.requests) for p in pts]))
     if np.unique(z).size < 2:
-        shift = float(np.mean(y - z))
-        return lambda v: v + shift
+        shift, dof = float(np.mean(y - z)), z.size - 1
+        s2 = float(np.var(y - z, ddof=1)) if dof >= 1 else counting
+        return RateMap(icept=shift, slope=1.0, s2=s2, n=z.size, z_mean=float(z.mean()), dof=dof)
     slope, icept = np.polyfit(z, y, 1)
-    return lambda v: float(icept + slope * v)
+    dof = z.size - 2
+    resid = y - (icept + slope * z)
+    s2 = float((resid**2).sum() / dof) if dof >= 1 else counting
+    sxx = float(((z - z.mean()) ** 2).sum())
+    return RateMap(float(icept), float(slope), s2, z.size, float(z.mean()), sxx, dof)
 
 
 def _figure(values: list[float | None]) -> Figure | None:
@@ -206,10 +249,14 @@ def from_capacity(result: EngineResult, cfg: PlaybookConfig) -> Representative |
     n = max(1, len(est.window) or est.probes)
     capacity = Figure(mean=value, low=est.low, high=est.high, n=n)
     # near saturation the served rate is flat in the streams, and its fitted slope may come out negative:
-    # the interval is the span of the two ends' rates, around the estimate's
+    # the interval is the span of the two ends' rates, around the estimate's, widened by the line's own spread
     ends = [r for r in (rate(est.low), rate(est.high)) if r is not None and math.isfinite(r)]
     mid = rate(value)
     lo, hi = (min([*ends, mid]), max([*ends, mid])) if len(ends) == 2 and mid is not None else (None, None)
+    if lo is not None and hi is not None and mid is not None:  # the line's own spread, in quadrature
+        noise = to_rate.half(math.log(value))
+        lo = mid * math.exp(-math.hypot(math.log(mid / lo), noise))
+        hi = mid * math.exp(math.hypot(math.log(hi / mid), noise))
     rate_fig = Figure(mean=mid if mid is not None else math.nan, low=lo, high=hi, n=n)
     standing = standing_points(result)
     pool = standing or [p for p in result.points if p.phase in EVIDENCE_PHASES and p.requests > 0]
@@ -303,7 +350,8 @@ def capacity_side(result: EngineResult, cfg: PlaybookConfig, accelerators: int) 
     est = _estimate_of(result, cfg)
     if est is None:
         return None
-    return Side(result.label, est, point_readings(result, cfg), accelerators, rate_map(result))
+    to_rate = rate_map(result)
+    return Side(result.label, est, point_readings(result, cfg), accelerators, to_rate, to_rate.half)
 
 
 def sla_share(result: EngineResult, cfg: PlaybookConfig) -> float | None:
