@@ -15,7 +15,9 @@ crosses 0 at its own load; the capacity is the lowest of them (the first criteri
   engine, against −0.2% to −0.4% with the parabola). The criterion's capacity is where the fit crosses 0;
   its interval is the set of loads whose predicted margin is within Student t of 0 at 95% (for a line,
   Fieller's interval for the root). A flat or falling fit, or too few probes, gives no bounded interval:
-  the estimate is not conclusive. More probes near the edge narrow it.
+  the estimate is not conclusive. More probes near the edge narrow it. Where the fit's set runs out of the
+  window on one side only because the margin is nearly flat there, a probe further out that passed (failed)
+  by more than the probes' noise closes that end (``helpers.benchmark.edge_bounds``; ``order_bound``).
 * **Several criteria**: the capacity is the lowest criterion's, its interval runs from the lowest low end
   to the lowest high end (a criterion that never failed bounds it from below by its highest passing load).
 * A probe that failed without a size (requests that outgrew the probe, errors over their share, a growing
@@ -38,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats as st
 from scipy.optimize import isotonic_regression
 
+from helpers.benchmark.edge_bounds import monotone_bounds
 from helpers.benchmark.probe import SERVED, Probe
 from helpers.run.records import CapacityEstimate, fmt_load
 
@@ -171,7 +174,17 @@ def _criterion(
         note = "the margin does not rise with load among the probes near the edge: no interval"
         return "estimated", min(crossing, ceiling), None, None, None, win, note
     if low is None or high is None:
-        return "estimated", min(root, ceiling), None, None, slope, win, "the probes near the edge are too noisy"
+        # an end the fit leaves open may be closed by a probe further out that passed (failed) past the noise
+        by_order = monotone_bounds(
+            [r.load for r, _ in pairs], [m for _, m in pairs], [r.requests for r, _ in pairs], fit.s2, fit.dof,
+            float(np.mean([r.requests for r, _ in win])), confidence,
+        )  # fmt: skip
+        low = low if low is not None else by_order[0]
+        high = high if high is not None else by_order[1]
+        if low is None or high is None:
+            return "estimated", min(root, ceiling), None, None, slope, win, "the probes near the edge are too noisy"
+        note = "an end from the probes' monotone order (the edge fit's own interval is open there)"
+        return "estimated", min(root, ceiling), min(low, ceiling), min(high, ceiling), slope, win, note
     return "estimated", min(root, ceiling), min(low, ceiling), min(high, ceiling), slope, win, ""
 
 
@@ -368,6 +381,7 @@ def estimate_capacity(
         out.note = why
         return out
     out.low, out.high = math.exp(min(lows)), math.exp(min(highs))
+    out.order_bound = bool(why)
     out.rel_half_width = (out.high - out.low) / 2 / out.value
     out.conclusive = out.rel_half_width <= target_rel
     capped = censored and value >= ceiling
@@ -375,5 +389,6 @@ def estimate_capacity(
         f"±{out.rel_half_width:.1%} from {len(win)} probes near the edge ({name})"
         + ("" if out.conclusive else f", wider than the ±{target_rel:.0%} asked for")
         + ("; capped by a load that was not sustained" if capped else "")
+        + (f"; {why}" if why else "")
     )
     return out

@@ -125,7 +125,8 @@ def compare_capacities(a: Side, b: Side, margin: float = 0.05, confidence: float
     half: float | None = None
     # The fits' delta-method width holds only where each capacity has a bounded interval of its own: an edge
     # whose own interval is unbounded (probes too noisy for the fit's slope) bounds no difference either.
-    both = a.estimate.status == b.estimate.status == "estimated" and _bounded(a.estimate) and _bounded(b.estimate)
+    # An end set by the probes' monotone order (``order_bound``) is a probe's load, not the fit's: no delta method.
+    both = all(s.estimate.status == "estimated" and _bounded(s.estimate) and not s.estimate.order_bound for s in (a, b))
     if both and fa is not None and fb is not None and fa.root is not None and fb.root is not None:
         half = _paired_half(fa, fb, _slope(a.to_rate, fa.root), _slope(b.to_rate, fb.root), common, paired, confidence)
     # a closed-loop side's map from streams to the rate served has a spread of its own: in quadrature
@@ -207,16 +208,31 @@ def _pct(ratio: float | None) -> str:
 
 
 def _combine(a: Side, b: Side, ia, ib, shift: float, side: int) -> float | None:
-    """One end of an unpaired interval of a difference: the two intervals' distances combined in quadrature."""
+    """One end of an unpaired interval of a difference: the two intervals' distances combined in quadrature.
+
+    Each end's rate is the farther of the side's map and proportion to the load (``rate_at_end``).
+    """
     (va, la, ha), (vb, lb, hb) = ia, ib
     fa, fb = a.to_rate, b.to_rate
     if side < 0:
         if la is None or hb is None:
             return None
-        return fa(va) - fb(vb) + shift - math.hypot(fa(va) - fa(la), fb(hb) - fb(vb))
+        return fa(va) - fb(vb) + shift - math.hypot(fa(va) - rate_at_end(fa, va, la), rate_at_end(fb, vb, hb) - fb(vb))
     if ha is None or lb is None:
         return None
-    return fa(va) - fb(vb) + shift + math.hypot(fa(ha) - fa(va), fb(vb) - fb(lb))
+    return fa(va) - fb(vb) + shift + math.hypot(rate_at_end(fa, va, ha) - fa(va), fb(vb) - rate_at_end(fb, vb, lb))
+
+
+def rate_at_end(to_rate: Callable[[float], float], v: float, end: float) -> float:
+    """The log rate at an interval's end ``end`` (log load), for the estimate ``v``, taken conservatively.
+
+    A closed-loop map is a line fitted near the capacity, flat where the engine saturates; an end further out
+    (a probe's load, ``order_bound``) is outside its points. Requests take no less time at more streams, so
+    the rate served grows at most in proportion to them above the capacity and falls at most in proportion
+    below it: of the map and that proportion, the one farther from the estimate. The rate axis is its own map.
+    """
+    proportional = to_rate(v) + (end - v)
+    return min(to_rate(end), proportional) if end < v else max(to_rate(end), proportional)
 
 
 def _unbracketed(*sides: Side) -> str:

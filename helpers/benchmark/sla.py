@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats as st
 
 from helpers.benchmark.boundary import WINDOW_RATIO, estimate_capacity
-from helpers.benchmark.capacity_compare import Side
+from helpers.benchmark.capacity_compare import Side, rate_at_end
 from helpers.benchmark.judged import EVIDENCE_PHASES, kept_up, load_of, point_readings
 from helpers.benchmark.probe import Probe
 from helpers.benchmark.sla_rule import within_sla
@@ -243,8 +243,8 @@ def from_capacity(result: EngineResult, cfg: PlaybookConfig) -> Representative |
         return None
     to_rate = rate_map(result)
 
-    def rate(x: float | None) -> float | None:
-        return None if x is None else math.exp(to_rate(math.log(x)))
+    def rate(x: float | None) -> float | None:  # an end taken conservatively (``rate_at_end``)
+        return None if x is None else math.exp(rate_at_end(to_rate, math.log(value), math.log(x)))
 
     n = max(1, len(est.window) or est.probes)
     capacity = Figure(mean=value, low=est.low, high=est.high, n=n)

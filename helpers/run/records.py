@@ -1,7 +1,7 @@
 """Result records of a run: one ``Point`` per measured load level, one ``EngineResult`` per engine config.
 
-Points are written to the run folder as soon as they finish (``save_point``) so that nothing is
-lost when a later point or engine fails, and a re-run resumes from what is already there.
+Points are written to the run folder as soon as they finish (``save_point``) so that nothing is lost when a
+later point or engine fails, and a re-run resumes from what is already there.
 """
 
 from __future__ import annotations
@@ -284,15 +284,14 @@ class CapacityEstimate(_Record):
     probes: int = Field(default=0, description="Valid probes of the configuration.")
     window: list[str] = Field(default_factory=list, description="Streams of the probes the line was fitted on.")
     requests: int = Field(default=0, description="Requests behind the window's probes.")
+    order_bound: bool = Field(default=False, description="An end is a probe's load (edge_bounds), not the fit's.")
     note: str = ""
 
     def text(self, unit: str = "req/s") -> str:
         """``"30.1 req/s [29.2, 31.0] (95%, 7 probes)"``, or what is known instead."""
-        fmt = fmt_load
+        fmt, lo = fmt_load, fmt_load(self.low) if self.low is not None else ""
         if self.status == "at_least" and self.low is not None and self.high is not None:
-            return (
-                f"≥ {fmt(self.low)} and < {fmt(self.high)} {unit} (above {fmt(self.low)} it failed only without a size)"
-            )
+            return f"≥ {lo} and < {fmt(self.high)} {unit} (above {lo} it failed only without a size)"
         if self.status == "at_least" and self.low is not None:
             return f"≥ {fmt(self.low)} {unit} (every load tried met the SLA)"
         if self.status == "below" and self.high is not None:
@@ -301,7 +300,8 @@ class CapacityEstimate(_Record):
             return "not measured"
         if self.low is None or self.high is None:
             return f"{fmt(self.value)} {unit} (no interval: {self.note})"
-        return f"{fmt(self.value)} {unit} [{fmt(self.low)}, {fmt(self.high)}] (95%, {len(self.window)} probes)"
+        how = ", an end from the probes' monotone order" if self.order_bound else ""
+        return f"{fmt(self.value)} {unit} [{fmt(self.low)}, {fmt(self.high)}] (95%, {len(self.window)} probes{how})"
 
 
 class CapacitySummary(_Record):
