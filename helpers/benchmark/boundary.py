@@ -179,8 +179,9 @@ def _criterion(
             [r.load for r, _ in pairs], [m for _, m in pairs], [r.requests for r, _ in pairs], fit.s2, fit.dof,
             float(np.mean([r.requests for r, _ in win])), confidence,
         )  # fmt: skip
-        low = low if low is not None else by_order[0]
-        high = high if high is not None else by_order[1]
+        # (a probe's load on the estimate's far side would leave it outside its own interval: the estimate bounds it)
+        low = low if low is not None else (None if by_order[0] is None else min(by_order[0], root))
+        high = high if high is not None else (None if by_order[1] is None else max(by_order[1], root))
         if low is None or high is None:
             return "estimated", min(root, ceiling), None, None, slope, win, "the probes near the edge are too noisy"
         note = "an end from the probes' monotone order (the edge fit's own interval is open there)"

@@ -63,8 +63,9 @@ def test_a_failure_at_or_below_a_pass_keeps_the_end_open_and_noise_scales_with_r
     low, _ = monotone_bounds([*loads, 6], [*margins, 0.2], [*requests, 12], s2=0.001, dof=4, reference_requests=26)
     assert low == math.log(4)
     # a probe of very few requests is noisier: a pass of 1 request at 8 is not past the noise
-    low, _ = monotone_bounds(loads, [-1.0, -0.25, -0.02, 0.03, 0.05], [8, 1, 24, 26, 28], 0.001, 4, 26)
-    assert low == math.log(4)
+    thin = [-1.0, -0.25, -0.02, 0.03, 0.05]
+    assert monotone_bounds(loads, thin, [8, 1, 24, 26, 28], 0.001, 4, 26)[0] == math.log(4)
+    assert monotone_bounds(loads, thin, [8, 16, 24, 26, 28], 0.001, 4, 26)[0] == math.log(8)  # 16 requests: past it
     assert monotone_bounds(loads, margins, requests, s2=0.001, dof=0, reference_requests=26) == (None, None)
 
 
