@@ -44,6 +44,9 @@ from helpers.benchmark.edge_bounds import monotone_bounds
 from helpers.benchmark.probe import SERVED, Probe
 from helpers.run.records import CapacityEstimate, fmt_load
 
+ORDER_NOTE = "an end from the probes' monotone order (the edge fit's own interval is open there)"
+"""The note of a criterion whose interval has an end from ``edge_bounds`` (``CapacityEstimate.order_bound``)."""
+
 CENSORED_MARGIN = 0.1
 """The margin a failed probe without a size gets in the monotone fit of the verdicts (a clear, small failure)."""
 WINDOW_RATIO = 1.5
@@ -184,8 +187,7 @@ def _criterion(
         high = high if high is not None else (None if by_order[1] is None else max(by_order[1], root))
         if low is None or high is None:
             return "estimated", min(root, ceiling), None, None, slope, win, "the probes near the edge are too noisy"
-        note = "an end from the probes' monotone order (the edge fit's own interval is open there)"
-        return "estimated", min(root, ceiling), min(low, ceiling), min(high, ceiling), slope, win, note
+        return "estimated", min(root, ceiling), min(low, ceiling), min(high, ceiling), slope, win, ORDER_NOTE
     return "estimated", min(root, ceiling), min(low, ceiling), min(high, ceiling), slope, win, ""
 
 
@@ -382,7 +384,7 @@ def estimate_capacity(
         out.note = why
         return out
     out.low, out.high = math.exp(min(lows)), math.exp(min(highs))
-    out.order_bound = bool(why)
+    out.order_bound = why == ORDER_NOTE
     out.rel_half_width = (out.high - out.low) / 2 / out.value
     out.conclusive = out.rel_half_width <= target_rel
     capped = censored and value >= ceiling
